@@ -1,0 +1,1039 @@
+/* lf.h - the Leader/Followers thread pool (POSA2), header-only, C11 + POSIX threads.
+ *
+ * THE PATTERN
+ *   A pool of threads takes turns in three roles. One LEADER waits on a shared event
+ *   source. When it detects an event it PROMOTES one of the FOLLOWERS to be the next
+ *   leader, *before* it processes the event, and then becomes a PROCESSING thread.
+ *   Processing threads run concurrently. A thread that finishes processing becomes the
+ *   leader at once if the leader slot is vacant, or else a follower. Only one thread at a
+ *   time ever waits on the event source, so the source needs no locking of its own, and
+ *   the thread that detected an event is the one that handles it (no queue, no hand-off
+ *   of the event between threads).
+ *
+ * QUICK START
+ *   #define LF_PROMOTE LF_PROMOTE_FIFO          (optional: LIFO is the default)
+ *   #include "lf.h"
+ *
+ *   static int my_wait(void *ctx, lf_event *ev, const struct timespec *deadline);
+ *   static int my_dispatch(void *ctx, lf_event *ev);
+ *   static void my_interrupt(void *ctx);
+ *
+ *   static lf_pool pool;
+ *   static lf_source src;                       (ctx, wait, dispatch, interrupt)
+ *
+ *   static void *worker(void *arg) {
+ *       lf_follower self;
+ *       lf_follower_init(&self, 0);
+ *       lf_pool_join(&pool, &self, &src, NULL);  (returns ECANCELED after shutdown)
+ *       lf_follower_destroy(&self);
+ *       return arg;
+ *   }
+ *   ... lf_pool_init(&pool); start N workers; ... lf_pool_shutdown(&pool);
+ *   join the workers; lf_pool_destroy(&pool);
+ *
+ *   Compile with: cc -std=c11 -D_POSIX_C_SOURCE=200809L ... -pthread
+ *   (or -D_GNU_SOURCE / -D_DEFAULT_SOURCE; strict -std=c11 alone hides clock_gettime).
+ *
+ * CONFIGURATION (define before #include; each value must be the same in every
+ * translation unit that shares an lf_pool or lf_follower with another)
+ *   LF_PROMOTE   which follower becomes the next leader. Default LF_PROMOTE_LIFO.
+ *       LF_PROMOTE_LIFO     stack: the most recently idle follower (its cache is warm).
+ *       LF_PROMOTE_FIFO     queue: the longest waiting follower (fairness; bound pools
+ *                           whose replies come back in request order).
+ *       LF_PROMOTE_HEAP     binary heap: highest lf_follower.priority first, FIFO among
+ *                           equals (real time: bounds priority inversion).
+ *       LF_PROMOTE_CONDVAR  one condition variable shared by all followers; the order
+ *                           is whatever the pthread implementation picks.
+ *     Any other value is a compile error. LIFO, FIFO and HEAP wake exactly the chosen
+ *     follower through its own synchronizer (Specific Notification), never a herd.
+ *   LF_SYNC      the per-follower synchronizer of LIFO/FIFO/HEAP. Default LF_SYNC_FUTEX
+ *                on Linux, LF_SYNC_PTHREAD elsewhere.
+ *       LF_SYNC_FUTEX       a 32-bit futex word per follower (Linux).
+ *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
+ *   LF_ASSERT(x) checks internal invariants only (never user input). Default assert(x).
+ *
+ *   Different translation units may choose different policies; their pools must not
+ *   cross between them. Every entry point checks the pool's policy tag and returns
+ *   EINVAL on a pool made with another configuration (or not initialised, or
+ *   destroyed). Including lf.h twice in one file with different values is an #error.
+ *
+ * ERRORS
+ *   Functions return 0 or an errno value, pthread style; nothing aborts on bad input.
+ *   Deadlines are absolute CLOCK_MONOTONIC times; NULL means no deadline.
+ *
+ * FUNCTIONS (all static inline; all thread-safe unless stated)
+ *   int lf_pool_init(lf_pool *p)
+ *       Initialise an empty pool. EINVAL for NULL; otherwise what pthread init returns.
+ *   int lf_pool_destroy(lf_pool *p)
+ *       Release the pool. EBUSY while any thread leads, follows, processes or is joined;
+ *       the pool is then untouched. Afterwards every entry point returns EINVAL.
+ *   int lf_follower_init(lf_follower *f, int priority) / void lf_follower_destroy(f)
+ *       A follower is the per-thread record a thread brings to the pool; the caller owns
+ *       it (a stack variable is fine). priority matters only to LF_PROMOTE_HEAP (higher
+ *       first) and may be changed while the follower is not parked. One follower may be
+ *       used by one thread at a time.
+ *   int lf_pool_lead(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+ *       Block until the caller is the leader: at once if the slot is vacant, else as a
+ *       follower until promoted. 0: the caller leads and must eventually call
+ *       lf_pool_promote or lf_pool_leave. ETIMEDOUT: the deadline passed while it
+ *       followed (it is no longer in the pool). ECANCELED: the pool is shut down.
+ *       EINVAL: bad arguments, or f already leads or follows.
+ *   int lf_pool_promote(lf_pool *p, lf_follower *f)
+ *       The leader f hands leadership to the next follower in policy order and becomes
+ *       a processing thread. With no follower waiting the slot is left vacant (counted
+ *       in stats.promotions_vacant); the first thread to call lf_pool_lead takes it.
+ *       EPERM if f is not the leader.
+ *   int lf_pool_leave(lf_pool *p, lf_follower *f)
+ *       f stops taking part: a leader hands leadership on (as promote does), a
+ *       processing thread is no longer counted. EINVAL for a parked follower.
+ *   int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s, deadline)
+ *       The whole loop: lead; s->wait (leader only); promote; s->dispatch (processing,
+ *       concurrently with other threads); repeat. s->wait returning EINTR or EAGAIN is
+ *       retried by the same leader. A non-zero s->dispatch is counted in
+ *       stats.dispatch_errors and the thread carries on. Returns ECANCELED once the pool
+ *       is shut down, ETIMEDOUT when the deadline passes (a leader hands leadership on
+ *       first: leadership is never lost), or the error s->wait returned.
+ *   int lf_pool_shutdown(lf_pool *p)
+ *       Every follower wakes with ECANCELED, a leader blocked in s->wait is interrupted
+ *       through s->interrupt, and every later lead/join returns ECANCELED. Idempotent.
+ *       Callable from any thread, including a dispatch callback.
+ *   int lf_pool_stats(lf_pool *p, struct lf_pool_stats *out)
+ *       A consistent snapshot of the counters and of the current roles. (Like
+ *       struct stat and stat(), the type and the function share a name.)
+ *   const char *lf_promote_name(void) / const char *lf_sync_name(void)
+ *       "LIFO", "FIFO", "HEAP" or "CONDVAR"; "futex" or "pthread".
+ *   int lf_deadline_in(struct timespec *ts, long long ns)
+ *       ts = now (CLOCK_MONOTONIC) + ns.
+ *
+ * THE EVENT SOURCE (lf_source, caller-owned, must outlive every join that uses it)
+ *   wait(ctx, ev, deadline)  called by the leader only, so it needs no locking of its
+ *       own. Fill *ev and return 0, or return ETIMEDOUT, EINTR/EAGAIN (nothing yet,
+ *       try again) or another errno (join returns it).
+ *   dispatch(ctx, ev)        called in the processing role, concurrently with other
+ *       dispatches and with the next leader's wait.
+ *   interrupt(ctx)           optional; called by lf_pool_shutdown, under the pool's
+ *       lock, to make the current or the *next* wait return early (it must be sticky,
+ *       like a write to an eventfd); it must not block or call into the pool.
+ *
+ * LIMITS
+ *   - Followers parked at once: unlimited (intrusive links, no allocation at all).
+ *   - One mutex per pool guards the roles; the expensive part of a hand-off is the
+ *     wake-up of the promoted thread (a futex wake), not the critical section.
+ *   - LF_SYNC_FUTEX wakes a follower after the pool lock is released. If the follower
+ *     returns and its record is reused or freed in that window, the wake lands on a
+ *     stale address: at worst a spurious wake-up of whoever waits there, which every
+ *     wait in this header tolerates (the same trade glibc makes for its mutexes).
+ *   - lf_pool_shutdown is final; make a new pool to start again.
+ */
+#ifndef LF_PROMOTE_LIFO
+#define LF_PROMOTE_LIFO 1
+#define LF_PROMOTE_FIFO 2
+#define LF_PROMOTE_HEAP 3
+#define LF_PROMOTE_CONDVAR 4
+#define LF_SYNC_FUTEX 1
+#define LF_SYNC_PTHREAD 2
+#endif
+
+#ifndef LF_PROMOTE
+#define LF_PROMOTE LF_PROMOTE_LIFO
+#endif
+#if LF_PROMOTE != LF_PROMOTE_LIFO && LF_PROMOTE != LF_PROMOTE_FIFO && \
+    LF_PROMOTE != LF_PROMOTE_HEAP && LF_PROMOTE != LF_PROMOTE_CONDVAR
+#error "lf.h: LF_PROMOTE must be LF_PROMOTE_LIFO, LF_PROMOTE_FIFO, LF_PROMOTE_HEAP or LF_PROMOTE_CONDVAR"
+#endif
+
+#ifndef LF_SYNC
+#ifdef __linux__
+#define LF_SYNC LF_SYNC_FUTEX
+#else
+#define LF_SYNC LF_SYNC_PTHREAD
+#endif
+#endif
+#if LF_SYNC != LF_SYNC_FUTEX && LF_SYNC != LF_SYNC_PTHREAD
+#error "lf.h: LF_SYNC must be LF_SYNC_FUTEX (Linux) or LF_SYNC_PTHREAD"
+#endif
+#if LF_SYNC == LF_SYNC_FUTEX && !defined(__linux__)
+#error "lf.h: LF_SYNC_FUTEX needs Linux; use -DLF_SYNC=LF_SYNC_PTHREAD"
+#endif
+
+#ifdef LF_H_INCLUDED
+#if LF_PROMOTE != LF__PROMOTE_SEEN || LF_SYNC != LF__SYNC_SEEN
+#error "lf.h: included twice in one file with different LF_PROMOTE or LF_SYNC; compile each policy in its own file"
+#endif
+#else
+#define LF_H_INCLUDED
+/* remember the values (not the names: a macro expands when used, so a plain alias
+ * would follow a later #undef/#define of LF_PROMOTE) */
+#if LF_PROMOTE == LF_PROMOTE_LIFO
+#define LF__PROMOTE_SEEN 1
+#elif LF_PROMOTE == LF_PROMOTE_FIFO
+#define LF__PROMOTE_SEEN 2
+#elif LF_PROMOTE == LF_PROMOTE_HEAP
+#define LF__PROMOTE_SEEN 3
+#else
+#define LF__PROMOTE_SEEN 4
+#endif
+#if LF_SYNC == LF_SYNC_FUTEX
+#define LF__SYNC_SEEN 1
+#else
+#define LF__SYNC_SEEN 2
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#if !defined(CLOCK_MONOTONIC)
+#error "lf.h needs POSIX clocks: compile with -D_POSIX_C_SOURCE=200809L (or define _GNU_SOURCE / _DEFAULT_SOURCE)"
+#endif
+
+#ifndef LF_ASSERT
+#include <assert.h>
+#define LF_ASSERT(x) assert(x)
+#endif
+
+#if LF_SYNC == LF_SYNC_FUTEX
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#ifndef __cplusplus
+/* unistd.h declares syscall() only with _DEFAULT_SOURCE; an identical redeclaration
+ * is harmless in C (C++ compilers define _GNU_SOURCE, so it is declared there). */
+extern long syscall(long, ...);
+#endif
+#endif
+
+/* Atomics: C11 <stdatomic.h>, or <atomic> when the header is compiled as C++. */
+#ifdef __cplusplus
+#include <atomic>
+#define LF__ATOMIC(T) std::atomic<T>
+#define lf__load(p, mo) std::atomic_load_explicit((p), std::memory_order_##mo)
+#define lf__store(p, v, mo) std::atomic_store_explicit((p), (v), std::memory_order_##mo)
+#define lf__fetch_add(p, v, mo) std::atomic_fetch_add_explicit((p), (v), std::memory_order_##mo)
+#else
+#include <stdatomic.h>
+#define LF__ATOMIC(T) _Atomic(T)
+#define lf__load(p, mo) atomic_load_explicit((p), memory_order_##mo)
+#define lf__store(p, v, mo) atomic_store_explicit((p), (v), memory_order_##mo)
+#define lf__fetch_add(p, v, mo) atomic_fetch_add_explicit((p), (v), memory_order_##mo)
+#endif
+
+/* ------------------------------------------------------------------ public types */
+
+typedef struct lf_pool lf_pool;
+typedef struct lf_follower lf_follower;
+typedef struct lf_event lf_event;
+typedef struct lf_source lf_source;
+
+/* One detected event, filled by lf_source.wait and handed to lf_source.dispatch.
+ * The fields are the source's to use as it likes. */
+struct lf_event {
+    void *ptr;
+    uint64_t u64;
+    uint32_t events;
+    int fd;
+};
+
+struct lf_source {
+    void *ctx;
+    int (*wait)(void *ctx, lf_event *ev, const struct timespec *deadline);
+    int (*dispatch)(void *ctx, lf_event *ev);
+    void (*interrupt)(void *ctx);
+};
+
+struct lf_pool_stats {
+    unsigned long long promotions;        /* leadership handed to a waiting follower */
+    unsigned long long promotions_vacant; /* promotions that found no follower */
+    unsigned long long leads;             /* times a thread became the leader */
+    unsigned long long timeouts;          /* lead/join calls ended by their deadline */
+    unsigned long long dispatch_errors;   /* dispatch callbacks that returned non-zero */
+    unsigned leader;                      /* 0 or 1, now */
+    unsigned followers;                   /* parked now */
+    unsigned processing;                  /* promoted leaders not yet back, now */
+    unsigned joined;                      /* threads inside lf_pool_join, now */
+};
+
+/* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
+ * structs. Used by LF_PROMOTE_HEAP here and by the reactor's timers. */
+typedef struct lf__heap_node lf__heap_node;
+struct lf__heap_node {
+    lf__heap_node *parent, *left, *right;
+};
+typedef struct lf__heap {
+    lf__heap_node *root;
+    size_t count;
+    int (*before)(const lf__heap_node *a, const lf__heap_node *b); /* a goes first */
+} lf__heap;
+
+enum { LF__NONE = 0, LF__FOLLOWER, LF__LEADER, LF__PROCESSING };
+enum { LF__WAITING = 0, LF__WAKE_LEAD = 1, LF__WAKE_SHUTDOWN = 2 };
+
+struct lf_follower {
+    /* public */
+    int priority; /* LF_PROMOTE_HEAP: higher is promoted first */
+    /* private */
+    int lf__role;                 /* LF__NONE..LF__PROCESSING, under the pool lock */
+    LF__ATOMIC(uint32_t) lf__word; /* LF__WAITING / _WAKE_LEAD / _WAKE_SHUTDOWN */
+    const lf_source *lf__src;      /* the source this thread will wait on as leader */
+#if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
+    lf_follower *lf__prev, *lf__next;
+#elif LF_PROMOTE == LF_PROMOTE_HEAP
+    lf__heap_node lf__node;
+    unsigned long long lf__seq; /* arrival order: FIFO among equal priorities */
+#endif
+#if LF_SYNC == LF_SYNC_PTHREAD && LF_PROMOTE != LF_PROMOTE_CONDVAR
+    pthread_cond_t lf__cond; /* this follower's own synchronizer */
+#endif
+};
+
+struct lf_pool {
+    unsigned lf__tag; /* first: identifies the configuration the pool was made with */
+    pthread_mutex_t lf__lock;
+    lf_follower *lf__leader; /* NULL: the slot is vacant */
+    LF__ATOMIC(int) lf__shutdown;
+    unsigned lf__followers, lf__processing, lf__joined;
+    struct lf_pool_stats lf__stats; /* counters; the role counts are filled in by lf_pool_stats */
+#if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
+    lf_follower *lf__first, *lf__last;
+#elif LF_PROMOTE == LF_PROMOTE_HEAP
+    lf__heap lf__heap;
+    unsigned long long lf__seq;
+#else
+    pthread_cond_t lf__cond; /* all followers wait here */
+#endif
+};
+
+#define LF__TAG (0x4c460000u | ((unsigned)LF_PROMOTE << 8) | (unsigned)LF_SYNC)
+
+/* ------------------------------------------------------------------ >>time */
+
+static inline int lf__deadline_ok(const struct timespec *d)
+{
+    return d == NULL || (d->tv_sec >= 0 && d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
+}
+
+static inline int lf_deadline_in(struct timespec *ts, long long ns)
+{
+    if (ts == NULL)
+        return EINVAL;
+    if (clock_gettime(CLOCK_MONOTONIC, ts) != 0)
+        return errno;
+    ts->tv_sec += (time_t)(ns / 1000000000LL);
+    ts->tv_nsec += (long)(ns % 1000000000LL);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    } else if (ts->tv_nsec < 0) {
+        ts->tv_sec--;
+        ts->tv_nsec += 1000000000L;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ >>heap
+ * A pointer-linked complete binary tree. The path from the root to position k
+ * (1-based, breadth-first) is spelled by the bits of k below its top bit: 0 = left,
+ * 1 = right. Nodes move by relinking, never by copying, so the caller's records stay
+ * where they are. */
+
+/* Exchange a node with its child: the child takes the parent's place. */
+static inline void lf__heap_swap(lf__heap *h, lf__heap_node *parent, lf__heap_node *child)
+{
+    lf__heap_node saved = *parent, *sibling;
+
+    *parent = *child;
+    *child = saved;
+    parent->parent = child;
+    if (child->left == child) {
+        child->left = parent;
+        sibling = child->right;
+    } else {
+        child->right = parent;
+        sibling = child->left;
+    }
+    if (sibling)
+        sibling->parent = child;
+    if (parent->left)
+        parent->left->parent = parent;
+    if (parent->right)
+        parent->right->parent = parent;
+    if (child->parent == NULL)
+        h->root = child;
+    else if (child->parent->left == parent)
+        child->parent->left = child;
+    else
+        child->parent->right = child;
+}
+
+/* The link that holds (or would hold) position k, and the node above it. */
+static inline lf__heap_node **lf__heap_slot(lf__heap *h, size_t k, lf__heap_node **above)
+{
+    lf__heap_node **link = &h->root;
+    size_t bit = 1;
+
+    *above = NULL;
+    while (bit <= k / 2)
+        bit <<= 1;
+    for (bit >>= 1; bit != 0; bit >>= 1) {
+        *above = *link;
+        link = (k & bit) ? &(*link)->right : &(*link)->left;
+    }
+    return link;
+}
+
+static inline void lf__heap_up(lf__heap *h, lf__heap_node *n)
+{
+    while (n->parent && h->before(n, n->parent))
+        lf__heap_swap(h, n->parent, n);
+}
+
+static inline void lf__heap_down(lf__heap *h, lf__heap_node *n)
+{
+    for (;;) {
+        lf__heap_node *first = n;
+        if (n->left && h->before(n->left, first))
+            first = n->left;
+        if (n->right && h->before(n->right, first))
+            first = n->right;
+        if (first == n)
+            return;
+        lf__heap_swap(h, n, first);
+    }
+}
+
+static inline void lf__heap_insert(lf__heap *h, lf__heap_node *n)
+{
+    lf__heap_node *above;
+    lf__heap_node **link = lf__heap_slot(h, h->count + 1, &above);
+
+    n->left = n->right = NULL;
+    n->parent = above;
+    *link = n;
+    h->count++;
+    lf__heap_up(h, n);
+}
+
+static inline void lf__heap_remove(lf__heap *h, lf__heap_node *n)
+{
+    lf__heap_node *above, *last;
+    lf__heap_node **link = lf__heap_slot(h, h->count, &above);
+
+    last = *link;
+    *link = NULL; /* detach the last node; it refills n's place */
+    h->count--;
+    if (last == n)
+        return;
+    last->parent = n->parent;
+    last->left = n->left;
+    last->right = n->right;
+    if (last->left)
+        last->left->parent = last;
+    if (last->right)
+        last->right->parent = last;
+    if (n->parent == NULL)
+        h->root = last;
+    else if (n->parent->left == n)
+        n->parent->left = last;
+    else
+        n->parent->right = last;
+    lf__heap_down(h, last);
+    lf__heap_up(h, last);
+}
+
+/* ------------------------------------------------------------------ >>futex
+ * Specific Notification on a futex word: the follower sleeps while its word is
+ * LF__WAITING; the promoter stores the verdict, then wakes exactly that word. */
+#if LF_SYNC == LF_SYNC_FUTEX && LF_PROMOTE != LF_PROMOTE_CONDVAR
+
+static inline int lf__sync_init(lf_follower *f)
+{
+    (void)f;
+    return 0;
+}
+
+static inline void lf__sync_destroy(lf_follower *f)
+{
+    (void)f;
+}
+
+/* Entered with the pool lock held and f parked. Returns 0 once the verdict is in (lock
+ * released), or ETIMEDOUT with the lock held again (the verdict may have arrived since:
+ * under the lock the caller reads the final word). */
+static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+{
+    pthread_mutex_unlock(&p->lf__lock);
+    for (;;) {
+        /* acquire: pairs with the promoter's release store, so the role fields it
+         * wrote under the lock are visible without taking the lock again */
+        if (lf__load(&f->lf__word, acquire) != LF__WAITING)
+            return 0;
+        /* BITSET wait: the only futex wait whose timeout is an absolute
+         * CLOCK_MONOTONIC time, which is what our deadlines are */
+        if (syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                    LF__WAITING, deadline, NULL, FUTEX_BITSET_MATCH_ANY) != 0 &&
+            errno == ETIMEDOUT) {
+            pthread_mutex_lock(&p->lf__lock);
+            return ETIMEDOUT;
+        }
+    }
+}
+
+static inline void lf__post_locked(lf_follower *f, uint32_t verdict)
+{
+    lf__store(&f->lf__word, verdict, release);
+}
+
+static inline void lf__post_unlocked(lf_follower *f)
+{
+    syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+}
+
+#endif
+/* ------------------------------------------------------------------ >>pthread-sync
+ * Specific Notification, portable: a condition variable per follower on the pool's
+ * mutex. The signal is sent under the lock, so the follower cannot return (and free
+ * its record) before the signal is complete. */
+#if LF_SYNC == LF_SYNC_PTHREAD && LF_PROMOTE != LF_PROMOTE_CONDVAR
+
+static inline int lf__cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    int rc = pthread_condattr_init(&a);
+    if (rc)
+        return rc;
+    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
+static inline int lf__sync_init(lf_follower *f)
+{
+    return lf__cond_init_monotonic(&f->lf__cond);
+}
+
+static inline void lf__sync_destroy(lf_follower *f)
+{
+    pthread_cond_destroy(&f->lf__cond);
+}
+
+static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+{
+    while (lf__load(&f->lf__word, relaxed) == LF__WAITING) {
+        int rc = deadline ? pthread_cond_timedwait(&f->lf__cond, &p->lf__lock, deadline)
+                          : pthread_cond_wait(&f->lf__cond, &p->lf__lock);
+        if (rc == ETIMEDOUT)
+            return ETIMEDOUT; /* lock held; the word is final under it */
+    }
+    pthread_mutex_unlock(&p->lf__lock);
+    return 0;
+}
+
+static inline void lf__post_locked(lf_follower *f, uint32_t verdict)
+{
+    lf__store(&f->lf__word, verdict, relaxed); /* the lock orders it */
+    pthread_cond_signal(&f->lf__cond);
+}
+
+static inline void lf__post_unlocked(lf_follower *f)
+{
+    (void)f;
+}
+
+#endif
+/* ------------------------------------------------------------------ >>lifo / >>fifo
+ * An intrusive doubly-linked list of parked followers. Both policies take from the
+ * front; LIFO parks at the front (a stack), FIFO at the back (a queue). The back
+ * links make the removal of a follower whose deadline passed O(1). */
+#if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
+
+static inline void lf__set_init(lf_pool *p)
+{
+    p->lf__first = p->lf__last = NULL;
+}
+
+static inline void lf__set_push(lf_pool *p, lf_follower *f)
+{
+#if LF_PROMOTE == LF_PROMOTE_LIFO
+    f->lf__prev = NULL;
+    f->lf__next = p->lf__first;
+    if (p->lf__first)
+        p->lf__first->lf__prev = f;
+    else
+        p->lf__last = f;
+    p->lf__first = f;
+#else
+    f->lf__next = NULL;
+    f->lf__prev = p->lf__last;
+    if (p->lf__last)
+        p->lf__last->lf__next = f;
+    else
+        p->lf__first = f;
+    p->lf__last = f;
+#endif
+}
+
+static inline void lf__set_remove(lf_pool *p, lf_follower *f)
+{
+    if (f->lf__prev)
+        f->lf__prev->lf__next = f->lf__next;
+    else
+        p->lf__first = f->lf__next;
+    if (f->lf__next)
+        f->lf__next->lf__prev = f->lf__prev;
+    else
+        p->lf__last = f->lf__prev;
+}
+
+static inline lf_follower *lf__set_pop(lf_pool *p)
+{
+    lf_follower *f = p->lf__first;
+    if (f)
+        lf__set_remove(p, f);
+    return f;
+}
+
+#endif
+/* ------------------------------------------------------------------ >>heap policy
+ * Followers in the intrusive heap: highest priority first, then lowest arrival
+ * number, so equal priorities are served first come, first served. */
+#if LF_PROMOTE == LF_PROMOTE_HEAP
+
+#define LF__FOLLOWER_OF(n) ((lf_follower *)(void *)((char *)(n) - offsetof(lf_follower, lf__node)))
+
+static inline int lf__follower_before(const lf__heap_node *a, const lf__heap_node *b)
+{
+    const lf_follower *fa = LF__FOLLOWER_OF(a), *fb = LF__FOLLOWER_OF(b);
+    if (fa->priority != fb->priority)
+        return fa->priority > fb->priority;
+    return fa->lf__seq < fb->lf__seq;
+}
+
+static inline void lf__set_init(lf_pool *p)
+{
+    p->lf__heap.root = NULL;
+    p->lf__heap.count = 0;
+    p->lf__heap.before = lf__follower_before;
+    p->lf__seq = 0;
+}
+
+static inline void lf__set_push(lf_pool *p, lf_follower *f)
+{
+    f->lf__seq = p->lf__seq++;
+    lf__heap_insert(&p->lf__heap, &f->lf__node);
+}
+
+static inline void lf__set_remove(lf_pool *p, lf_follower *f)
+{
+    lf__heap_remove(&p->lf__heap, &f->lf__node);
+}
+
+static inline lf_follower *lf__set_pop(lf_pool *p)
+{
+    lf__heap_node *n = p->lf__heap.root;
+    if (n == NULL)
+        return NULL;
+    lf__heap_remove(&p->lf__heap, n);
+    return LF__FOLLOWER_OF(n);
+}
+
+#endif
+/* ------------------------------------------------------------------ >>condvar
+ * No follower set: followers wait on one condition variable until the slot is vacant
+ * and take it themselves. A promotion signals one waiter; which one is up to the
+ * pthread implementation, and a finishing thread may take the slot first (the woken
+ * follower then waits again: the slot is filled, so nothing is lost). */
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+
+static inline int lf__cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    int rc = pthread_condattr_init(&a);
+    if (rc)
+        return rc;
+    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
+static inline int lf__sync_init(lf_follower *f)
+{
+    (void)f;
+    return 0;
+}
+
+static inline void lf__sync_destroy(lf_follower *f)
+{
+    (void)f;
+}
+
+static inline void lf__post_unlocked(lf_follower *f)
+{
+    (void)f;
+}
+
+#endif
+/* ------------------------------------------------------------------ >>pool */
+
+static inline const char *lf_promote_name(void)
+{
+#if LF_PROMOTE == LF_PROMOTE_LIFO
+    return "LIFO";
+#elif LF_PROMOTE == LF_PROMOTE_FIFO
+    return "FIFO";
+#elif LF_PROMOTE == LF_PROMOTE_HEAP
+    return "HEAP";
+#else
+    return "CONDVAR";
+#endif
+}
+
+static inline const char *lf_sync_name(void)
+{
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    return "condvar";
+#elif LF_SYNC == LF_SYNC_FUTEX
+    return "futex";
+#else
+    return "pthread";
+#endif
+}
+
+static inline int lf_follower_init(lf_follower *f, int priority)
+{
+    if (f == NULL)
+        return EINVAL;
+    f->priority = priority;
+    f->lf__role = LF__NONE;
+    f->lf__src = NULL;
+    lf__store(&f->lf__word, (uint32_t)LF__WAITING, relaxed);
+    return lf__sync_init(f);
+}
+
+static inline void lf_follower_destroy(lf_follower *f)
+{
+    if (f)
+        lf__sync_destroy(f);
+}
+
+static inline int lf_pool_init(lf_pool *p)
+{
+    int rc;
+
+    if (p == NULL)
+        return EINVAL;
+    rc = pthread_mutex_init(&p->lf__lock, NULL);
+    if (rc)
+        return rc;
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    rc = lf__cond_init_monotonic(&p->lf__cond);
+    if (rc) {
+        pthread_mutex_destroy(&p->lf__lock);
+        return rc;
+    }
+#else
+    lf__set_init(p);
+#endif
+    p->lf__leader = NULL;
+    lf__store(&p->lf__shutdown, 0, relaxed);
+    p->lf__followers = p->lf__processing = p->lf__joined = 0;
+    p->lf__stats.promotions = p->lf__stats.promotions_vacant = 0;
+    p->lf__stats.leads = p->lf__stats.timeouts = p->lf__stats.dispatch_errors = 0;
+    p->lf__stats.leader = p->lf__stats.followers = 0;
+    p->lf__stats.processing = p->lf__stats.joined = 0;
+    p->lf__tag = LF__TAG;
+    return 0;
+}
+
+static inline int lf_pool_destroy(lf_pool *p)
+{
+    if (p == NULL || p->lf__tag != LF__TAG)
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (p->lf__leader || p->lf__followers || p->lf__processing || p->lf__joined) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EBUSY;
+    }
+    p->lf__tag = 0;
+    pthread_mutex_unlock(&p->lf__lock);
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    pthread_cond_destroy(&p->lf__cond);
+#endif
+    pthread_mutex_destroy(&p->lf__lock);
+    return 0;
+}
+
+static inline int lf__args_ok(lf_pool *p, lf_follower *f)
+{
+    return p != NULL && f != NULL && p->lf__tag == LF__TAG;
+}
+
+/* The slot is being given up by its leader (lock held). Hand it to the next follower
+ * in policy order, or leave it vacant. Returns the follower to wake after unlock. */
+static inline lf_follower *lf__handoff(lf_pool *p)
+{
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    p->lf__leader = NULL;
+    if (p->lf__followers) {
+        p->lf__stats.promotions++;
+        pthread_cond_signal(&p->lf__cond);
+    } else {
+        p->lf__stats.promotions_vacant++;
+    }
+    return NULL;
+#else
+    lf_follower *next = lf__set_pop(p);
+
+    p->lf__leader = next;
+    if (next == NULL) {
+        p->lf__stats.promotions_vacant++;
+        return NULL;
+    }
+    p->lf__followers--;
+    p->lf__stats.promotions++;
+    p->lf__stats.leads++;
+    next->lf__role = LF__LEADER;
+    lf__post_locked(next, LF__WAKE_LEAD); /* last touch of next under the lock */
+    return next;
+#endif
+}
+
+/* Wait as a follower until promoted (0), shut down (ECANCELED) or out of time
+ * (ETIMEDOUT). Entered with the lock held and the slot taken; returns unlocked. */
+static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+{
+    f->lf__role = LF__FOLLOWER;
+    p->lf__followers++;
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    while (p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed)) {
+        int rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
+                          : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
+        if (rc == ETIMEDOUT && p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed)) {
+            p->lf__followers--;
+            f->lf__role = LF__NONE;
+            p->lf__stats.timeouts++;
+            pthread_mutex_unlock(&p->lf__lock);
+            return ETIMEDOUT;
+        }
+    }
+    p->lf__followers--;
+    if (lf__load(&p->lf__shutdown, relaxed)) {
+        f->lf__role = LF__NONE;
+        pthread_mutex_unlock(&p->lf__lock);
+        return ECANCELED;
+    }
+    p->lf__leader = f;
+    f->lf__role = LF__LEADER;
+    p->lf__stats.leads++;
+    pthread_mutex_unlock(&p->lf__lock);
+    return 0;
+#else
+    lf__store(&f->lf__word, (uint32_t)LF__WAITING, relaxed);
+    lf__set_push(p, f);
+    if (lf__park(p, f, deadline) == ETIMEDOUT) {
+        /* lock held: the verdict is final now. Still waiting means nobody chose us. */
+        if (lf__load(&f->lf__word, relaxed) == LF__WAITING) {
+            lf__set_remove(p, f);
+            p->lf__followers--;
+            f->lf__role = LF__NONE;
+            p->lf__stats.timeouts++;
+            pthread_mutex_unlock(&p->lf__lock);
+            return ETIMEDOUT;
+        }
+        pthread_mutex_unlock(&p->lf__lock);
+    }
+    /* the promoter or lf_pool_shutdown set our role before posting the verdict */
+    return lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD ? 0 : ECANCELED;
+#endif
+}
+
+static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
+                           const struct timespec *deadline)
+{
+    if (!lf__args_ok(p, f) || !lf__deadline_ok(deadline))
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (f->lf__role == LF__LEADER || f->lf__role == LF__FOLLOWER) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EINVAL;
+    }
+    if (f->lf__role == LF__PROCESSING) {
+        p->lf__processing--;
+        f->lf__role = LF__NONE;
+    }
+    if (lf__load(&p->lf__shutdown, relaxed)) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return ECANCELED;
+    }
+    f->lf__src = src;
+    if (p->lf__leader == NULL) {
+#if LF_PROMOTE != LF_PROMOTE_CONDVAR
+        LF_ASSERT(p->lf__followers == 0); /* a direct hand-off never leaves them behind */
+#endif
+        p->lf__leader = f;
+        f->lf__role = LF__LEADER;
+        p->lf__stats.leads++;
+        pthread_mutex_unlock(&p->lf__lock);
+        return 0;
+    }
+    return lf__follow(p, f, deadline);
+}
+
+/* Contract: any thread with its own follower record. Blocks. */
+static inline int lf_pool_lead(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+{
+    return lf__lead(p, f, NULL, deadline);
+}
+
+/* Contract: the leader only (EPERM otherwise). Never blocks. */
+static inline int lf_pool_promote(lf_pool *p, lf_follower *f)
+{
+    lf_follower *next;
+
+    if (!lf__args_ok(p, f))
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (p->lf__leader != f) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EPERM;
+    }
+    f->lf__role = LF__PROCESSING;
+    p->lf__processing++;
+    next = lf__handoff(p);
+    pthread_mutex_unlock(&p->lf__lock);
+    if (next)
+        lf__post_unlocked(next);
+    return 0;
+}
+
+/* Contract: the thread that owns f, in any role but parked follower. Never blocks. */
+static inline int lf_pool_leave(lf_pool *p, lf_follower *f)
+{
+    lf_follower *next = NULL;
+
+    if (!lf__args_ok(p, f))
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (f->lf__role == LF__FOLLOWER) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EINVAL;
+    }
+    if (f->lf__role == LF__LEADER) {
+        LF_ASSERT(p->lf__leader == f);
+        next = lf__handoff(p);
+    } else if (f->lf__role == LF__PROCESSING) {
+        p->lf__processing--;
+    }
+    f->lf__role = LF__NONE;
+    pthread_mutex_unlock(&p->lf__lock);
+    if (next)
+        lf__post_unlocked(next);
+    return 0;
+}
+
+/* Contract: any thread, any time, also from a dispatch callback. Never blocks on
+ * other threads (it only takes the pool lock). */
+static inline int lf_pool_shutdown(lf_pool *p)
+{
+    if (p == NULL || p->lf__tag != LF__TAG)
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (lf__load(&p->lf__shutdown, relaxed)) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return 0;
+    }
+    /* relaxed: every decision that depends on the flag is taken under this lock,
+     * except the leader's retry check in lf_pool_join, which only needs to see it
+     * eventually (the interrupt below is what wakes it) */
+    lf__store(&p->lf__shutdown, 1, relaxed);
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    pthread_cond_broadcast(&p->lf__cond); /* the one broadcast: everybody must go */
+#else
+    for (;;) {
+        /* pop first: once its verdict is posted a follower may return and reuse its
+         * record, so we must not read its links afterwards */
+        lf_follower *f = lf__set_pop(p);
+        if (f == NULL)
+            break;
+        p->lf__followers--;
+        f->lf__role = LF__NONE;
+        lf__post_locked(f, LF__WAKE_SHUTDOWN);
+        lf__post_unlocked(f); /* under the lock here: shutdown is not a hot path */
+    }
+#endif
+    if (p->lf__leader && p->lf__leader->lf__src && p->lf__leader->lf__src->interrupt)
+        p->lf__leader->lf__src->interrupt(p->lf__leader->lf__src->ctx);
+    pthread_mutex_unlock(&p->lf__lock);
+    return 0;
+}
+
+/* Contract: any thread with its own follower record; s must outlive the call.
+ * See the doc block for the loop and its results. */
+static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
+                               const struct timespec *deadline)
+{
+    int rc;
+
+    if (!lf__args_ok(p, f) || s == NULL || s->wait == NULL || s->dispatch == NULL ||
+        !lf__deadline_ok(deadline))
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (f->lf__role != LF__NONE) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EINVAL;
+    }
+    p->lf__joined++;
+    pthread_mutex_unlock(&p->lf__lock);
+
+    while ((rc = lf__lead(p, f, s, deadline)) == 0) {
+        lf_event ev;
+        do {
+            /* the pool lock ordered this against lf_pool_shutdown: either lf__lead saw
+             * the flag, or shutdown saw us as leader and interrupted our source (which
+             * makes the wait return); this check ends the retry loop afterwards */
+            rc = lf__load(&p->lf__shutdown, relaxed) ? ECANCELED : s->wait(s->ctx, &ev, deadline);
+        } while (rc == EINTR || rc == EAGAIN);
+        if (rc != 0) {
+            lf_pool_leave(p, f); /* hand leadership on before returning */
+            if (rc == ETIMEDOUT) {
+                pthread_mutex_lock(&p->lf__lock);
+                p->lf__stats.timeouts++;
+                pthread_mutex_unlock(&p->lf__lock);
+            }
+            break;
+        }
+        lf_pool_promote(p, f);
+        if (s->dispatch(s->ctx, &ev) != 0) {
+            pthread_mutex_lock(&p->lf__lock);
+            p->lf__stats.dispatch_errors++;
+            pthread_mutex_unlock(&p->lf__lock);
+        }
+    }
+
+    pthread_mutex_lock(&p->lf__lock);
+    p->lf__joined--;
+    pthread_mutex_unlock(&p->lf__lock);
+    return rc;
+}
+
+/* Contract: any thread. A snapshot taken under the pool lock. */
+static inline int lf_pool_stats(lf_pool *p, struct lf_pool_stats *out)
+{
+    if (p == NULL || out == NULL || p->lf__tag != LF__TAG)
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    *out = p->lf__stats;
+    out->leader = p->lf__leader != NULL;
+    out->followers = p->lf__followers;
+    out->processing = p->lf__processing;
+    out->joined = p->lf__joined;
+    pthread_mutex_unlock(&p->lf__lock);
+    return 0;
+}
+
+#endif /* LF_H_INCLUDED */

@@ -1,0 +1,133 @@
+/* lf_test.h - the small helper every test shares: checks that report where they
+ * failed, a watchdog that turns a hang (deadlock, lost wake-up) into a failure, and
+ * the scale factor that sanitizer builds use to shorten long stress runs. */
+#ifndef LF_TEST_H_INCLUDED
+#define LF_TEST_H_INCLUDED
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef __cplusplus
+#include <atomic>
+#define LFT_ATOMIC(T) std::atomic<T>
+#define lft_load(p) std::atomic_load(p)
+#define lft_store(p, v) std::atomic_store((p), (v))
+#define lft_add(p, v) std::atomic_fetch_add((p), (v))
+#else
+#include <stdatomic.h>
+#define LFT_ATOMIC(T) _Atomic(T)
+#define lft_load(p) atomic_load(p)
+#define lft_store(p, v) atomic_store((p), (v))
+#define lft_add(p, v) atomic_fetch_add((p), (v))
+#endif
+
+#define CHECK(cond)                                                                     \
+    do {                                                                                \
+        if (!(cond)) {                                                                  \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);   \
+            exit(1);                                                                    \
+        }                                                                               \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                  \
+    do {                                                                                \
+        long long lft_a_ = (long long)(a), lft_b_ = (long long)(b);                     \
+        if (lft_a_ != lft_b_) {                                                         \
+            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n",         \
+                    __FILE__, __LINE__, #a, lft_a_, #b, lft_b_);                        \
+            exit(1);                                                                    \
+        }                                                                               \
+    } while (0)
+
+static LFT_ATOMIC(unsigned long long) lft_progress_count;
+static const char *lft_name = "test";
+
+/* Call from the code under test whenever it makes progress. */
+static inline void lft_progress(void)
+{
+    lft_add(&lft_progress_count, 1ULL);
+}
+
+static inline void lft_sleep_ms(long ms)
+{
+    struct timespec ts;
+    ts.tv_sec = ms / 1000;
+    ts.tv_nsec = (ms % 1000) * 1000000L;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static inline double lft_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long lft_stall_s;
+
+static void *lft_watchdog(void *arg)
+{
+    unsigned long long last = lft_load(&lft_progress_count);
+    long still = 0;
+    (void)arg;
+    for (;;) {
+        lft_sleep_ms(1000);
+        unsigned long long now = lft_load(&lft_progress_count);
+        if (now != last) {
+            last = now;
+            still = 0;
+        } else if (++still >= lft_stall_s) {
+            fprintf(stderr, "%s: watchdog: no progress for %ld s (deadlock or lost wake-up)\n",
+                    lft_name, lft_stall_s);
+            fflush(stderr);
+            _exit(3);
+        }
+    }
+    return NULL;
+}
+
+/* Start the watchdog: the test fails if lft_progress() is not called for stall_s
+ * seconds. LF_TEST_STALL_S overrides (sanitizer builds are slower). */
+static inline void lft_start(const char *name, long stall_s)
+{
+    pthread_t t;
+    const char *env = getenv("LF_TEST_STALL_S");
+    lft_name = name;
+    lft_stall_s = env ? atol(env) : stall_s;
+    if (lft_stall_s <= 0)
+        lft_stall_s = stall_s;
+    CHECK(pthread_create(&t, NULL, lft_watchdog, NULL) == 0);
+    pthread_detach(t);
+}
+
+/* Work sizes are divided by LF_TEST_SCALE (set by the sanitizer builds). */
+static inline long long lft_scaled(long long n)
+{
+    const char *env = getenv("LF_TEST_SCALE");
+    long long s = env ? atoll(env) : 1;
+    if (s < 1)
+        s = 1;
+    return n / s > 0 ? n / s : 1;
+}
+
+/* A small deterministic PRNG (xorshift64*), one state per thread. */
+static inline unsigned long long lft_rand(unsigned long long *s)
+{
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    return *s * 2685821657736338717ULL;
+}
+
+static inline void lft_pass(void)
+{
+    printf("%s: ok\n", lft_name);
+}
+
+#endif

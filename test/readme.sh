@@ -1,0 +1,25 @@
+#!/bin/sh
+# Extract every ```c block of README.md, compile it strictly, and run each one that
+# has a main(), so the documentation cannot rot.   readme.sh CC OUTDIR
+set -u
+cc=$1 out=$2
+mkdir -p "$out"
+rm -f "$out"/block-*.c
+awk -v out="$out" '
+    /^```c$/ { n++; file = sprintf("%s/block-%02d.c", out, n); inblock = 1; next }
+    /^```/   { inblock = 0; next }
+    inblock  { print > file }
+' README.md
+status=0
+for src in "$out"/block-*.c; do
+    [ -e "$src" ] || { echo "no C blocks found in README.md"; exit 1; }
+    bin=${src%.c}
+    if ! $cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -O2 -I. \
+            "$src" -o "$bin" -pthread; then
+        echo "README block $(basename "$src") does not compile"; status=1; continue
+    fi
+    if grep -q 'int main' "$src"; then
+        timeout 60 "$bin" || { echo "README block $(basename "$src") failed when run"; status=1; }
+    fi
+done
+exit $status

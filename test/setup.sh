@@ -1,0 +1,29 @@
+#!/bin/sh
+# Make sure this machine has what `make test` and `make bench` need. As root on
+# Debian it installs what is missing; otherwise it prints the command to run.
+set -u
+pkgs="gcc g++ clang libclang-rt-dev make pkg-config liburcu-dev"
+missing=""
+for tool in gcc g++ clang clang++ make pkg-config timeout; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+pkg-config --exists 'liburcu-memb >= 0.13' 2>/dev/null || missing="$missing liburcu"
+if command -v clang >/dev/null 2>&1; then
+    # clang's sanitizer runtimes come in their own package on Debian
+    probe=$(mktemp -d)
+    printf 'int main(void){return 0;}\n' > "$probe/p.c"
+    clang -fsanitize=thread "$probe/p.c" -o "$probe/p" >/dev/null 2>&1 || missing="$missing clang-sanitizer-runtime"
+    rm -rf "$probe"
+fi
+[ -z "$missing" ] && exit 0
+
+echo "setup: missing:$missing"
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: apt-get install -y $pkgs"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null && apt-get install -y -qq $pkgs >/dev/null || {
+        echo "setup: apt-get failed"; exit 1; }
+    exit 0
+fi
+echo "setup: run as root:  apt-get update && apt-get install -y $pkgs"
+exit 1

@@ -1,0 +1,140 @@
+/* Bad arguments and role violations get their error codes and change nothing; a
+ * failing dispatch does not lose its thread; a failing source ends the join with its
+ * error after leadership is handed on. */
+#include "../lf.h"
+#include "lf_test.h"
+
+static lf_pool pool;
+
+static int count_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+{
+    int *n = (int *)ctx;
+    (void)deadline;
+    if (*n == 50) {
+        CHECK_EQ(lf_pool_shutdown(&pool), 0);
+        return EINTR;
+    }
+    ev->u64 = (uint64_t)(*n)++;
+    return 0;
+}
+
+static pthread_t dispatcher;
+static int dispatches;
+
+static int failing_dispatch(void *ctx, lf_event *ev)
+{
+    (void)ctx;
+    (void)ev;
+    CHECK(pthread_equal(dispatcher, pthread_self())); /* the same, only thread */
+    dispatches++;
+    return EIO;
+}
+
+static int broken_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+{
+    (void)ctx;
+    (void)ev;
+    (void)deadline;
+    return EBADF;
+}
+
+static int never_dispatch(void *ctx, lf_event *ev)
+{
+    (void)ctx;
+    (void)ev;
+    return 0;
+}
+
+int main(void)
+{
+    lf_follower a, b;
+    lf_pool junk;
+    lf_source s;
+    struct lf_pool_stats st;
+    struct timespec bad = {0, 1000000000L};
+    int n = 0;
+
+    lft_start("t_pool_errors", 20);
+    /* NULL and uninitialised objects */
+    CHECK_EQ(lf_pool_init(NULL), EINVAL);
+    CHECK_EQ(lf_follower_init(NULL, 0), EINVAL);
+    memset(&junk, 0, sizeof junk);
+    CHECK(lf_follower_init(&a, 0) == 0);
+    CHECK(lf_follower_init(&b, 0) == 0);
+    CHECK_EQ(lf_pool_lead(&junk, &a, NULL), EINVAL);
+    CHECK_EQ(lf_pool_promote(&junk, &a), EINVAL);
+    CHECK_EQ(lf_pool_shutdown(&junk), EINVAL);
+    CHECK_EQ(lf_pool_destroy(&junk), EINVAL);
+    CHECK_EQ(lf_pool_stats(&junk, &st), EINVAL);
+    CHECK(lf_pool_init(&pool) == 0);
+    CHECK_EQ(lf_pool_lead(NULL, &a, NULL), EINVAL);
+    CHECK_EQ(lf_pool_lead(&pool, NULL, NULL), EINVAL);
+    CHECK_EQ(lf_pool_promote(&pool, NULL), EINVAL);
+    CHECK_EQ(lf_pool_leave(&pool, NULL), EINVAL);
+    CHECK_EQ(lf_pool_stats(&pool, NULL), EINVAL);
+    CHECK_EQ(lf_pool_lead(&pool, &a, &bad), EINVAL);
+
+    /* role violations */
+    CHECK_EQ(lf_pool_promote(&pool, &a), EPERM); /* nobody leads */
+    CHECK_EQ(lf_pool_lead(&pool, &a, NULL), 0);
+    CHECK_EQ(lf_pool_promote(&pool, &b), EPERM); /* b is not the leader */
+    CHECK_EQ(lf_pool_lead(&pool, &a, NULL), EINVAL); /* already leads */
+    CHECK_EQ(lf_pool_destroy(&pool), EBUSY);
+    CHECK_EQ(lf_pool_promote(&pool, &a), 0);
+    CHECK_EQ(lf_pool_promote(&pool, &a), EPERM); /* processing now, not leading */
+    CHECK_EQ(lf_pool_destroy(&pool), EBUSY);     /* a processing thread is still out */
+    CHECK(lf_pool_stats(&pool, &st) == 0);
+    CHECK_EQ(st.processing, 1);
+    CHECK_EQ(st.promotions_vacant, 1);
+    CHECK_EQ(lf_pool_leave(&pool, &a), 0);
+    CHECK_EQ(lf_pool_leave(&pool, &a), 0); /* leaving twice is harmless */
+    CHECK(lf_pool_stats(&pool, &st) == 0);
+    CHECK_EQ(st.leader + st.followers + st.processing + st.joined, 0);
+
+    /* join argument checks */
+    s.ctx = &n;
+    s.wait = NULL;
+    s.dispatch = failing_dispatch;
+    s.interrupt = NULL;
+    CHECK_EQ(lf_pool_join(&pool, &a, &s, NULL), EINVAL);
+    CHECK_EQ(lf_pool_join(&pool, &a, NULL, NULL), EINVAL);
+    s.wait = count_wait;
+    CHECK_EQ(lf_pool_join(&pool, &a, &s, &bad), EINVAL);
+    CHECK_EQ(lf_pool_lead(&pool, &b, NULL), 0);
+    CHECK_EQ(lf_pool_join(&pool, &b, &s, NULL), EINVAL); /* b is leading already */
+    CHECK_EQ(lf_pool_leave(&pool, &b), 0);
+
+    /* a source that fails: the join returns its error and the slot is free again */
+    s.wait = broken_wait;
+    s.dispatch = never_dispatch;
+    CHECK_EQ(lf_pool_join(&pool, &a, &s, NULL), EBADF);
+    CHECK(lf_pool_stats(&pool, &st) == 0);
+    CHECK_EQ(st.leader + st.followers + st.processing + st.joined, 0);
+
+    /* every dispatch fails, and the one thread still handles all 50 events */
+    s.wait = count_wait;
+    s.dispatch = failing_dispatch;
+    dispatcher = pthread_self();
+    CHECK_EQ(lf_pool_join(&pool, &a, &s, NULL), ECANCELED);
+    CHECK_EQ(dispatches, 50);
+    CHECK(lf_pool_stats(&pool, &st) == 0);
+    CHECK_EQ(st.dispatch_errors, 50);
+    CHECK_EQ(lf_pool_destroy(&pool), 0);
+    CHECK_EQ(lf_pool_destroy(&pool), EINVAL); /* twice */
+
+    /* the names match the configuration this file was compiled with */
+#if LF_PROMOTE == LF_PROMOTE_LIFO
+    CHECK(strcmp(lf_promote_name(), "LIFO") == 0);
+#elif LF_PROMOTE == LF_PROMOTE_FIFO
+    CHECK(strcmp(lf_promote_name(), "FIFO") == 0);
+#elif LF_PROMOTE == LF_PROMOTE_HEAP
+    CHECK(strcmp(lf_promote_name(), "HEAP") == 0);
+#else
+    CHECK(strcmp(lf_promote_name(), "CONDVAR") == 0);
+#endif
+    lf_follower_destroy(&a);
+    lf_follower_destroy(&b);
+    printf("t_pool_errors %s/%s: bad input and role violations rejected\n", lf_promote_name(),
+           lf_sync_name());
+    return 0;
+}

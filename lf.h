@@ -205,19 +205,28 @@ extern long syscall(long, ...);
 #endif
 #endif
 
-/* Atomics: C11 <stdatomic.h>, or <atomic> when the header is compiled as C++. */
+/* Atomics: C11 <stdatomic.h>, or <atomic> when the header is compiled as C++.
+ * lf__cas is seq_cst and may fail spuriously: use it in a loop. */
 #ifdef __cplusplus
 #include <atomic>
 #define LF__ATOMIC(T) std::atomic<T>
 #define lf__load(p, mo) std::atomic_load_explicit((p), std::memory_order_##mo)
 #define lf__store(p, v, mo) std::atomic_store_explicit((p), (v), std::memory_order_##mo)
 #define lf__fetch_add(p, v, mo) std::atomic_fetch_add_explicit((p), (v), std::memory_order_##mo)
+#define lf__fetch_or(p, v, mo) std::atomic_fetch_or_explicit((p), (v), std::memory_order_##mo)
+#define lf__fetch_and(p, v, mo) std::atomic_fetch_and_explicit((p), (v), std::memory_order_##mo)
+#define lf__exchange(p, v, mo) std::atomic_exchange_explicit((p), (v), std::memory_order_##mo)
+#define lf__cas(p, expected, v) std::atomic_compare_exchange_weak((p), (expected), (v))
 #else
 #include <stdatomic.h>
 #define LF__ATOMIC(T) _Atomic(T)
 #define lf__load(p, mo) atomic_load_explicit((p), memory_order_##mo)
 #define lf__store(p, v, mo) atomic_store_explicit((p), (v), memory_order_##mo)
 #define lf__fetch_add(p, v, mo) atomic_fetch_add_explicit((p), (v), memory_order_##mo)
+#define lf__fetch_or(p, v, mo) atomic_fetch_or_explicit((p), (v), memory_order_##mo)
+#define lf__fetch_and(p, v, mo) atomic_fetch_and_explicit((p), (v), memory_order_##mo)
+#define lf__exchange(p, v, mo) atomic_exchange_explicit((p), (v), memory_order_##mo)
+#define lf__cas(p, expected, v) atomic_compare_exchange_weak((p), (expected), (v))
 #endif
 
 /* ------------------------------------------------------------------ public types */
@@ -302,6 +311,7 @@ struct lf_pool {
     unsigned long long lf__seq;
 #else
     pthread_cond_t lf__cond; /* all followers wait here */
+    int lf__reserved;        /* the vacant slot is promised to a parked follower */
 #endif
 };
 
@@ -643,9 +653,10 @@ static inline lf_follower *lf__set_pop(lf_pool *p)
 #endif
 /* ------------------------------------------------------------------ >>condvar
  * No follower set: followers wait on one condition variable until the slot is vacant
- * and take it themselves. A promotion signals one waiter; which one is up to the
- * pthread implementation, and a finishing thread may take the slot first (the woken
- * follower then waits again: the slot is filled, so nothing is lost). */
+ * and take it themselves. A promotion signals one waiter (which one is up to the
+ * pthread implementation) and reserves the vacant slot for the followers: a thread
+ * that finishes processing meanwhile parks instead of barging in, so a promotion
+ * really hands leadership to a follower, as in the other policies. */
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
 
 static inline int lf__cond_init_monotonic(pthread_cond_t *c)
@@ -780,6 +791,7 @@ static inline lf_follower *lf__handoff(lf_pool *p)
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
     p->lf__leader = NULL;
     if (p->lf__followers) {
+        p->lf__reserved = 1;
         p->lf__stats.promotions++;
         pthread_cond_signal(&p->lf__cond);
     } else {
@@ -810,9 +822,14 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
     f->lf__role = LF__FOLLOWER;
     p->lf__followers++;
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
-    while (p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed)) {
+    /* a newcomer waits at least once: a reserved slot belongs to the followers that
+     * were parked when it was promised, and the signal went to one of them */
+    int newcomer = 1;
+    while ((p->lf__leader != NULL || newcomer) && !lf__load(&p->lf__shutdown, relaxed)) {
         int rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
                           : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
+        newcomer = 0;
+        /* out of time, but a vacant slot is taken anyway: it may be reserved for us */
         if (rc == ETIMEDOUT && p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed)) {
             p->lf__followers--;
             f->lf__role = LF__NONE;
@@ -828,6 +845,7 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
         return ECANCELED;
     }
     p->lf__leader = f;
+    p->lf__reserved = 0;
     f->lf__role = LF__LEADER;
     p->lf__stats.leads++;
     pthread_mutex_unlock(&p->lf__lock);
@@ -871,8 +889,10 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
         return ECANCELED;
     }
     f->lf__src = src;
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    if (p->lf__leader == NULL && !p->lf__reserved) {
+#else
     if (p->lf__leader == NULL) {
-#if LF_PROMOTE != LF_PROMOTE_CONDVAR
         LF_ASSERT(p->lf__followers == 0); /* a direct hand-off never leaves them behind */
 #endif
         p->lf__leader = f;

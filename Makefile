@@ -13,6 +13,7 @@
 CC       ?= cc
 POLICIES ?= LIFO FIFO HEAP CONDVAR
 SYNCS    ?= FUTEX PTHREAD
+BACKENDS ?= EPOLL POLL SELECT
 MODES    ?= plain asan tsan
 
 CCNAME   := $(notdir $(CC))
@@ -31,26 +32,36 @@ CFLAGS_tsan  := -O1 -g -fsanitize=thread
 # work and allow longer stalls before the watchdog calls it a hang.
 ENV_plain := LF_TEST_SCALE=1
 ENV_asan  := LF_TEST_SCALE=2 LF_TEST_STALL_S=60 ASAN_OPTIONS=abort_on_error=0:detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-ENV_tsan  := LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66
+ENV_tsan  := LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$(CURDIR)/test/tsan.supp
 
 # ---------------------------------------------------------------- the matrix
-# A pool variant is POLICY-SYNC; CONDVAR has no per-follower synchronizer to vary.
-split = $(subst -, ,$1)
+# A pool variant is POLICY-SYNC (CONDVAR has no per-follower synchronizer to vary);
+# a reactor variant is POLICY+BACKEND with the default synchronizer.
 POOL_VARIANTS := $(foreach p,$(POLICIES),$(if $(filter CONDVAR,$p),$p,$(foreach s,$(SYNCS),$p-$s)))
-vdefs = -DLF_PROMOTE=LF_PROMOTE_$(word 1,$(call split,$1)) \
-        $(if $(word 2,$(call split,$1)),-DLF_SYNC=LF_SYNC_$(word 2,$(call split,$1)))
+REACTOR_VARIANTS := $(foreach p,$(POLICIES),$(foreach b,$(BACKENDS),$p+$b))
+word_of = $(word $2,$(subst +, ,$(subst -, ,$1)))
+vdefs = -DLF_PROMOTE=LF_PROMOTE_$(call word_of,$1,1) \
+        $(if $(findstring -,$1),-DLF_SYNC=LF_SYNC_$(call word_of,$1,2)) \
+        $(if $(findstring +,$1),-DLF_REACTOR_BACKEND=LF_REACTOR_$(call word_of,$1,2))
+# (the fallback is what liburcu-memb.pc says; it matters before setup installed it)
+URCU_LIBS := $(shell pkg-config --libs liburcu-memb 2>/dev/null || echo -lurcu-memb -lurcu-common)
 
 POOL_TESTS := $(patsubst test/%.c,%,$(wildcard test/t_pool_*.c))
+REACTOR_TESTS := $(patsubst test/%.c,%,$(wildcard test/t_reactor_*.c))
+# Tests that count heap allocations replace malloc, which the sanitizers own.
+PLAIN_ONLY := t_reactor_alloc
 
-# run_check MODE TEST VARIANT: build one test binary for one variant, run it, record.
+# run_check MODE TEST VARIANT LIBS: build one test binary for one variant, run it, record.
 define run_check
 $(RESULTS)/$1/$2.$3:
 	@test/check.sh $$@ "$1 $2 $3" "$(ENV_$1)" $(BUILD)/$1/$2.$3 -- \
-	  $(CC) $(CSTD) $(WARN) $(CFLAGS_$1) $(call vdefs,$3) -o $(BUILD)/$1/$2.$3 test/$2.c $(LIBS)
+	  $(CC) $(CSTD) $(WARN) $(CFLAGS_$1) $(call vdefs,$3) -o $(BUILD)/$1/$2.$3 test/$2.c $4 $(LIBS)
 RUN_$1 += $(RESULTS)/$1/$2.$3
 endef
 $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(POOL_VARIANTS),\
-  $(eval $(call run_check,$m,$t,$v)))))
+  $(eval $(call run_check,$m,$t,$v,)))))
+$(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(REACTOR_TESTS))),\
+  $(foreach v,$(REACTOR_VARIANTS),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS))))))
 
 # ---------------------------------------------------------------- compile checks
 # Each header alone, strict C11 + POSIX, under gcc and clang; and as C++17.

@@ -1,0 +1,1461 @@
+/* lf_reactor.h - a Reactor turned by a Leader/Followers pool: handle set,
+ * fd-indexed demultiplexing, the deactivation protocol, timers, notifications.
+ *
+ * WHAT IT DOES
+ *   The threads of an lf_pool (lf.h) take turns waiting on one handle set and dispatch
+ *   ONE event per turn, with the pattern's protocol done for you:
+ *       deactivate the handle -> promote a follower -> dispatch the handler ->
+ *       reactivate the handle.
+ *   So at most one thread is ever inside one handler, for I/O, timers and
+ *   notifications alike, while different handlers run concurrently.
+ *
+ * QUICK START
+ *   #include "lf_reactor.h"
+ *   struct conn { lf_handler h; ... };               (embed the handler)
+ *   static int on_event(lf_handler *h, int fd, uint32_t ev)
+ *       { ... read(fd) ...; return LF_KEEP; }       (or LF_REMOVE, LF_RESUMED)
+ *   static void on_close(lf_handler *h) { free(container of h); }
+ *
+ *   lf_reactor r;  lf_reactor_init(&r);
+ *   c->h.handle_event = on_event; c->h.handle_close = on_close;
+ *   lf_reactor_register(&r, &c->h, fd, LF_EV_READ);
+ *   each of N threads: lf_reactor_run(&r, NULL);     (returns ECANCELED after stop)
+ *   lf_reactor_stop(&r); join the threads; lf_reactor_destroy(&r);
+ *
+ *   Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L ... $(pkg-config --cflags --libs
+ *   liburcu-memb) -pthread      (with LF_RCU_BP: liburcu-bp instead)
+ *
+ * CONFIGURATION (before #include; the same in every file that shares a reactor)
+ *   LF_REACTOR_BACKEND   LF_REACTOR_EPOLL (default on Linux), LF_REACTOR_POLL,
+ *                        LF_REACTOR_SELECT. Anything else is a compile error.
+ *       epoll   deactivation is EPOLLONESHOT, reactivation EPOLL_CTL_MOD: no kick.
+ *       poll    the leader polls the armed handles; a handle reported ready is
+ *               disarmed, reactivation re-arms it and wakes a blocked leader.
+ *       select  as poll; fds must be < FD_SETSIZE (EINVAL otherwise).
+ *   LF_RCU_BP            use liburcu's bp flavour (survives fork() without exec)
+ *                        instead of memb. Link liburcu-bp instead of liburcu-memb.
+ *   LF_REACTOR_BATCH     events the epoll leader harvests per epoll_wait and hands
+ *                        out one per turn (default 64).
+ *   LF_PROMOTE, LF_SYNC  as in lf.h (the reactor's pool).
+ *
+ * LIBURCU (the one dependency; RCU makes the fd -> handler lookup lock-free)
+ *   Flavour memb by default (urcu_memb_* names only; the header never defines
+ *   _LGPL_SOURCE, it honours yours). Threads inside lf_reactor_run are registered
+ *   by it. Other threads that call lf_reactor_* are registered lazily on their first
+ *   call and unregistered when they exit. A thread that your own code already
+ *   registered with the same flavour must not call lf_reactor_* before telling us:
+ *   lf_reactor_rcu_registered(1). Handlers must never call synchronize_rcu,
+ *   rcu_barrier or lf_reactor_destroy (they run inside a read-side section).
+ *   Before unloading code that holds handlers, call lf_reactor_destroy (it waits
+ *   for every deferred close). fork() without exec while threads run: use LF_RCU_BP.
+ *   liburcu >= 0.13.3 is recommended (0.13.2 leaks its call_rcu thread at exit).
+ *
+ * HANDLERS
+ *   A handler is a caller-owned struct (embed lf_handler in yours) with two hooks:
+ *     int  handle_event(lf_handler *h, int fd, uint32_t events)
+ *         events: LF_EV_* bits (READ, WRITE, TIMEOUT, SIGNAL, CLOSE, NOTIFY; several
+ *         may come at once). Returns LF_KEEP (reactivate the handle), LF_REMOVE
+ *         (remove the handler), or LF_RESUMED (the handler already called
+ *         lf_reactor_reactivate, e.g. after reading one whole message, so another
+ *         thread could take its next event: nothing more to do).
+ *     void handle_close(lf_handler *h)         (may be NULL)
+ *         Runs exactly once after lf_reactor_remove (or LF_REMOVE, or destroy), when no
+ *         thread is inside the handler any more; afterwards the reactor closes the fd.
+ *         It runs on liburcu's call_rcu thread: keep it short, free the handler here.
+ *   After lf_reactor_register the reactor owns the fd: it closes it after
+ *   handle_close. The fd number therefore cannot be reused while a stale event for
+ *   the old handler may still be in flight; generation tags reject what is left.
+ *
+ * FUNCTIONS (all thread-safe; errors are errno values as in lf.h)
+ *   int lf_reactor_init(lf_reactor *r)             ENOMEM, EMFILE, ...
+ *   int lf_reactor_destroy(lf_reactor *r)
+ *       EBUSY while threads run it. Removes every handler left (handle_close runs,
+ *       fds are closed), waits for deferred closes, frees everything.
+ *   int lf_reactor_register(r, h, fd, events)
+ *       events: LF_EV_READ and/or LF_EV_WRITE, or 0 for a handler that only gets
+ *       timers and notifications... no: 0 is EINVAL; use lf_reactor_notify on a
+ *       registered handler. EBADF invalid fd, EEXIST fd already registered or h in
+ *       use, EINVAL bad mask / NULL hook, ECANCELED after stop.
+ *   int lf_reactor_remove(r, h)
+ *       From any thread, also inside h's own handle_event. When it returns no new
+ *       dispatch of h starts; handle_close follows once the last one left. ENOENT for
+ *       a handler not registered here (or already removed).
+ *   int lf_reactor_deactivate(r, h) / lf_reactor_reactivate(r, h)
+ *       Suspend / resume dispatching of h (events arriving meanwhile are kept and
+ *       delivered on reactivation). Called by h's own handle_event, reactivate ends
+ *       the current dispatch's exclusive hold early: return LF_RESUMED afterwards.
+ *   int lf_reactor_notify(r, h, events)
+ *       Post events (any LF_EV_* bits, usually LF_EV_NOTIFY) to h: delivered through
+ *       a normal turn, coalesced with anything pending, never blocks the caller.
+ *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
+ *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
+ *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
+ *       handler are cancelled by the removal.
+ *   int lf_reactor_timer_cancel(r, t)              ENOENT if not armed.
+ *   int lf_reactor_run(r, deadline)
+ *       Join the calling thread to the reactor's pool until lf_reactor_stop
+ *       (ECANCELED) or the deadline (ETIMEDOUT).
+ *   int lf_reactor_handle_events(r, deadline)
+ *       One turn on the calling thread: wait (as leader) for one event and dispatch
+ *       it. 0, ETIMEDOUT or ECANCELED.
+ *   int lf_reactor_stop(r)                         every running thread returns.
+ *   int lf_reactor_stats(r, struct lf_reactor_stats *out)
+ *   const char *lf_reactor_backend_name(void)     "epoll", "poll" or "select"
+ *
+ * LIMITS
+ *   - The fd table is an array indexed by fd, grown by doubling (copy, publish,
+ *     reclaim the old one after a grace period): memory is O(highest fd).
+ *   - poll/select rebuild their descriptor set from the table when they wait: O(n)
+ *     per wait, as those system calls are; epoll is O(1) per event.
+ *   - Timers: a binary heap, O(log n) start/cancel/expiry, millisecond resolution
+ *     with epoll_wait/poll (deadlines are rounded up, never fire early).
+ *   - No allocation per event. Registration may grow the table (allocation);
+ *     poll/select grow their descriptor arrays with it.
+ */
+#ifndef LF_REACTOR_EPOLL
+#define LF_REACTOR_EPOLL 1
+#define LF_REACTOR_POLL 2
+#define LF_REACTOR_SELECT 3
+#endif
+#ifndef LF_REACTOR_BACKEND
+#ifdef __linux__
+#define LF_REACTOR_BACKEND LF_REACTOR_EPOLL
+#else
+#define LF_REACTOR_BACKEND LF_REACTOR_POLL
+#endif
+#endif
+#if LF_REACTOR_BACKEND != LF_REACTOR_EPOLL && LF_REACTOR_BACKEND != LF_REACTOR_POLL && \
+    LF_REACTOR_BACKEND != LF_REACTOR_SELECT
+#error "lf_reactor.h: LF_REACTOR_BACKEND must be LF_REACTOR_EPOLL, LF_REACTOR_POLL or LF_REACTOR_SELECT"
+#endif
+
+#ifndef LF_REACTOR_H_INCLUDED
+#define LF_REACTOR_H_INCLUDED
+
+#include "lf.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+#include <sys/epoll.h>
+#elif LF_REACTOR_BACKEND == LF_REACTOR_POLL
+#include <poll.h>
+#else
+#include <sys/select.h>
+#endif
+#ifdef __linux__
+#include <sys/eventfd.h>
+#endif
+
+#ifdef LF_RCU_BP
+#include <urcu/urcu-bp.h>
+#define LF__RCU(name) urcu_bp_##name
+#else
+#include <urcu/urcu-memb.h>
+#define LF__RCU(name) urcu_memb_##name
+#endif
+
+#ifdef __cplusplus
+#define LF__THREAD_LOCAL thread_local
+#else
+#define LF__THREAD_LOCAL _Thread_local
+#endif
+
+#ifndef LF_REACTOR_BATCH
+#define LF_REACTOR_BATCH 64
+#endif
+
+/* ------------------------------------------------------------------ public types */
+
+#define LF_EV_READ 0x01u
+#define LF_EV_ACCEPT LF_EV_READ
+#define LF_EV_WRITE 0x02u
+#define LF_EV_TIMEOUT 0x04u
+#define LF_EV_SIGNAL 0x08u
+#define LF_EV_CLOSE 0x10u
+#define LF_EV_NOTIFY 0x20u
+#define LF_EV_ALL 0x3fu
+
+enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2 };
+
+typedef struct lf_reactor lf_reactor;
+typedef struct lf_handler lf_handler;
+typedef struct lf_timer lf_timer;
+
+struct lf_handler {
+    /* public: set before lf_reactor_register */
+    int (*handle_event)(lf_handler *h, int fd, uint32_t events);
+    void (*handle_close)(lf_handler *h);
+    /* read-only */
+    int fd;
+    /* private */
+    lf_reactor *lf__r;
+    uint32_t lf__gen;  /* tags this registration's events */
+    uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest */
+    LF__ATOMIC(uint32_t) lf__state; /* pending LF_EV_* bits | LF__BUSY | ... */
+    lf_handler *lf__qprev, *lf__qnext; /* ready queue links, under lf__qlock */
+    int lf__queued;
+    lf_timer *lf__timers; /* this handler's armed timers, under lf__tlock */
+    struct rcu_head lf__rcu;
+};
+
+struct lf_timer {
+    /* private */
+    lf__heap_node lf__node;
+    long long lf__when;   /* CLOCK_MONOTONIC ns */
+    long long lf__period; /* ns; 0 = one-shot */
+    unsigned long long lf__seq;
+    lf_handler *lf__h; /* NULL: not armed */
+    lf_timer *lf__prev, *lf__next; /* the handler's timer list */
+};
+
+struct lf_reactor_stats {
+    unsigned long long dispatched; /* handle_event calls */
+    unsigned long long stale;      /* events dropped: handler gone or replaced */
+    unsigned long long deferred;   /* events that arrived while their handler was busy */
+    unsigned long long timers;     /* timer expiries */
+    unsigned long long notified;   /* lf_reactor_notify calls that posted */
+    unsigned long long kicks;      /* wake-ups of a blocked leader */
+    unsigned long long registered, removed;
+    struct lf_pool_stats pool;
+};
+
+/* the RCU-protected fd -> handler table */
+typedef struct lf__table {
+    int n;
+    lf_handler **slot;
+    struct rcu_head rcu;
+} lf__table;
+
+struct lf_reactor {
+    lf_pool pool;   /* the threads that turn this reactor */
+    lf_source src;  /* our wait/dispatch/interrupt, joined by lf_reactor_run */
+    lf__table *lf__tab;              /* RCU-published */
+    pthread_mutex_t lf__reglock;     /* registration: table writes, generations */
+    uint32_t lf__gen;
+    LF__ATOMIC(int) lf__stopped;
+    int lf__wakefd[2];               /* eventfd (both the same) or a pipe */
+    LF__ATOMIC(int) lf__kick_pending; /* a wake-up is already on its way */
+    LF__ATOMIC(int) lf__sleeping;     /* the leader is (about to be) blocked */
+    /* the ready queue: handlers owning a dispatch that is not running yet */
+    pthread_mutex_t lf__qlock;
+    lf_handler *lf__qfirst, *lf__qlast;
+    /* timers */
+    pthread_mutex_t lf__tlock;
+    lf__heap lf__theap;
+    unsigned long long lf__tseq;
+    long long lf__sleep_until; /* when the blocked leader wakes by itself; -1: never */
+    /* leader-only state (only the leader touches it: no lock) */
+    int lf__prefer_queue;
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    int lf__epfd;
+    struct epoll_event lf__ev[LF_REACTOR_BATCH];
+    int lf__evn, lf__evi;
+#else
+    int lf__scan; /* rotating start of the scan: no low-fd bias */
+    int lf__cap;  /* capacity of the arrays below (table size + 1) */
+    int *lf__cfd; /* candidates of the next wait: armed handles and their tags */
+    uint32_t *lf__cgen;
+    int lf__cn;
+    int *lf__rfd; /* ready events harvested by the last wait, handed out in order */
+    uint32_t *lf__rgen, *lf__rev;
+    int lf__rn, lf__ri;
+#if LF_REACTOR_BACKEND == LF_REACTOR_POLL
+    struct pollfd *lf__pfd;
+#endif
+#endif
+    /* counters (relaxed atomics: statistics only) */
+    LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
+        lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed;
+};
+
+/* state word of a handler: pending LF_EV_* bits in the low byte, and */
+#define LF__BUSY 0x100u      /* a dispatch is owned: queued or running */
+#define LF__SUSPENDED 0x200u /* lf_reactor_deactivate: no dispatch may start */
+#define LF__REMOVED 0x400u   /* removed: no dispatch may start, ever */
+#define LF__ARMED 0x800u     /* poll/select: in the set the leader waits on */
+#define LF__PENDING LF_EV_ALL
+
+/* ------------------------------------------------------------------ >>rcu
+ * A thin shim over one liburcu flavour, and lazy registration of user threads. */
+
+/* One flag per thread for the whole program: weak, so every file that includes this
+ * header shares it (a static one per file would register a thread twice). */
+#if defined(__GNUC__)
+#define LF__SHARED __attribute__((weak))
+#else
+#error "lf_reactor.h needs weak symbols (gcc or clang) for its per-thread RCU registration flag"
+#endif
+LF__SHARED LF__THREAD_LOCAL int lf__rcu_is_registered;
+LF__SHARED LF__THREAD_LOCAL lf_handler *lf__dispatching; /* the handler this thread runs */
+LF__SHARED pthread_key_t lf__rcu_key;
+LF__SHARED pthread_once_t lf__rcu_once = PTHREAD_ONCE_INIT;
+
+static inline void lf__rcu_thread_exit(void *unused)
+{
+    (void)unused;
+    if (lf__rcu_is_registered) {
+        lf__rcu_is_registered = 0;
+        LF__RCU(unregister_thread)();
+    }
+}
+
+static inline void lf__rcu_make_key(void)
+{
+    pthread_key_create(&lf__rcu_key, lf__rcu_thread_exit);
+}
+
+/* Every entry point that reads the table calls this first. */
+static inline void lf__rcu_enter(void)
+{
+    if (!lf__rcu_is_registered) {
+        LF__RCU(register_thread)();
+        lf__rcu_is_registered = 1;
+        pthread_once(&lf__rcu_once, lf__rcu_make_key);
+        pthread_setspecific(lf__rcu_key, (void *)&lf__rcu_is_registered); /* non-NULL */
+    }
+}
+
+/* For threads your own code registered with the same flavour: say so (1), or that
+ * you unregistered it (0), so we neither register it twice nor leave it. */
+static inline void lf_reactor_rcu_registered(int yes)
+{
+    lf__rcu_is_registered = yes;
+}
+
+/* ------------------------------------------------------------------ >>time */
+
+static inline long long lf__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Milliseconds until `until` (ns), rounded up so we never wake early; -1 = forever. */
+static inline int lf__ms_until(long long until, long long now)
+{
+    long long ms;
+    if (until < 0)
+        return -1;
+    if (until <= now)
+        return 0;
+    ms = (until - now + 999999) / 1000000;
+    return ms > 1000000000LL ? 1000000000 : (int)ms;
+}
+
+/* ------------------------------------------------------------------ >>wakeup
+ * A blocked leader is woken through one descriptor in its set: an eventfd on Linux,
+ * a pipe elsewhere. Writes are non-blocking and coalesced: only the first kick after
+ * the leader drained the descriptor writes. */
+
+static inline int lf__wake_open(lf_reactor *r)
+{
+#ifdef __linux__
+    r->lf__wakefd[0] = r->lf__wakefd[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return r->lf__wakefd[0] < 0 ? errno : 0;
+#else
+    if (pipe(r->lf__wakefd) != 0)
+        return errno;
+    for (int i = 0; i < 2; i++) {
+        fcntl(r->lf__wakefd[i], F_SETFL, fcntl(r->lf__wakefd[i], F_GETFL) | O_NONBLOCK);
+        fcntl(r->lf__wakefd[i], F_SETFD, FD_CLOEXEC);
+    }
+    return 0;
+#endif
+}
+
+static inline void lf__wake_close(lf_reactor *r)
+{
+    close(r->lf__wakefd[0]);
+    if (r->lf__wakefd[1] != r->lf__wakefd[0])
+        close(r->lf__wakefd[1]);
+}
+
+/* Wake the leader if it is blocked (callers check lf__sleeping first). */
+static inline void lf__kick(lf_reactor *r)
+{
+    static const uint64_t one = 1;
+    /* seq_cst: pairs with the leader's clearing store in lf__wake_drain, after which
+     * it looks at the queue and the timers again: either it sees our work, or we see
+     * the flag clear and write */
+    if (lf__exchange(&r->lf__kick_pending, 1, seq_cst) == 0) {
+        ssize_t n = write(r->lf__wakefd[1], &one, sizeof one);
+        (void)n; /* EAGAIN: the counter is full, so the descriptor is readable anyway */
+        lf__fetch_add(&r->lf__n_kicks, 1ULL, relaxed);
+    }
+}
+
+static inline void lf__kick_if_sleeping(lf_reactor *r)
+{
+    if (lf__load(&r->lf__sleeping, seq_cst))
+        lf__kick(r);
+}
+
+static inline void lf__wake_drain(lf_reactor *r)
+{
+    uint64_t buf[4];
+    while (read(r->lf__wakefd[0], buf, sizeof buf) > 0) {
+    }
+    lf__store(&r->lf__kick_pending, 0, seq_cst);
+}
+
+/* ------------------------------------------------------------------ >>tsan
+ * ThreadSanitizer cannot see a grace period. Readers "release" a token when they
+ * leave a read-side section and reclamation callbacks "acquire" it, which tells TSan
+ * what the grace period guarantees: every reader's accesses happen before the free. */
+#if defined(__SANITIZE_THREAD__)
+#define LF__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LF__TSAN 1
+#endif
+#endif
+#ifdef LF__TSAN
+#ifdef __cplusplus
+extern "C" {
+#endif
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#ifdef __cplusplus
+}
+#endif
+LF__SHARED int lf__tsan_gp_token;
+#define LF__GP_READER_DONE() __tsan_release(&lf__tsan_gp_token)
+#define LF__GP_RECLAIM() __tsan_acquire(&lf__tsan_gp_token)
+#else
+#define LF__GP_READER_DONE() ((void)0)
+#define LF__GP_RECLAIM() ((void)0)
+#endif
+
+static inline void lf__read_lock(void)
+{
+    LF__RCU(read_lock)();
+}
+
+static inline void lf__read_unlock(void)
+{
+    LF__GP_READER_DONE();
+    LF__RCU(read_unlock)();
+}
+
+/* ------------------------------------------------------------------ >>table
+ * fd -> handler: an array of pointers published with RCU. Readers (every dispatch)
+ * take no lock; writers hold lf__reglock. Growth copies, publishes the copy and
+ * frees the old array after a grace period. The pointers are published with release
+ * stores and read with acquire loads (what rcu_assign_pointer/rcu_dereference do,
+ * in a form TSan understands). */
+
+static inline lf__table *lf__table_get(lf_reactor *r)
+{
+    return __atomic_load_n(&r->lf__tab, __ATOMIC_ACQUIRE);
+}
+
+/* Under lf__read_lock (or lf__reglock). */
+static inline lf_handler *lf__lookup(lf_reactor *r, int fd)
+{
+    lf__table *t = lf__table_get(r);
+    return fd >= 0 && fd < t->n ? __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE) : NULL;
+}
+
+static inline lf__table *lf__table_new(int n)
+{
+    lf__table *t = (lf__table *)malloc(sizeof *t + (size_t)n * sizeof(lf_handler *));
+    if (t == NULL)
+        return NULL;
+    t->n = n;
+    t->slot = (lf_handler **)(void *)(t + 1);
+    memset((void *)t->slot, 0, (size_t)n * sizeof(lf_handler *));
+    return t;
+}
+
+static inline void lf__table_free(struct rcu_head *head)
+{
+    LF__GP_RECLAIM();
+    free(caa_container_of(head, lf__table, rcu));
+}
+
+/* lf__reglock held. */
+static inline int lf__table_fit(lf_reactor *r, int fd)
+{
+    lf__table *old = r->lf__tab, *t;
+    int n = old->n;
+
+    if (fd < n)
+        return 0;
+    while (n <= fd)
+        n *= 2;
+    if ((t = lf__table_new(n)) == NULL)
+        return ENOMEM;
+    memcpy((void *)t->slot, (void *)old->slot, (size_t)old->n * sizeof(lf_handler *));
+    __atomic_store_n(&r->lf__tab, t, __ATOMIC_RELEASE);
+    LF__GP_READER_DONE();
+    LF__RCU(call_rcu)(&old->rcu, lf__table_free);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ >>ownership
+ * Each handler's state word holds its pending events and who may dispatch it. To
+ * run a handler a thread must own LF__BUSY; whoever posts events to an idle handler
+ * takes it, everybody else only adds their bits, which the owner picks up before it
+ * lets go. That one rule makes I/O, timers and notifications mutually exclusive. */
+
+/* Add events; returns 1 if the caller now owns the dispatch of h. */
+static inline int lf__post(lf_handler *h, uint32_t bits)
+{
+    uint32_t old = lf__load(&h->lf__state, relaxed), want;
+    do {
+        want = old | bits;
+        if (!(old & (LF__BUSY | LF__SUSPENDED | LF__REMOVED)))
+            want |= LF__BUSY;
+    } while (!lf__cas(&h->lf__state, &old, want));
+    return !(old & (LF__BUSY | LF__SUSPENDED | LF__REMOVED));
+}
+
+/* Take ownership of an idle handler that has events pending (after a resume). */
+static inline int lf__claim_pending(lf_handler *h)
+{
+    uint32_t old = lf__load(&h->lf__state, relaxed);
+    do {
+        if (!(old & LF__PENDING) || (old & (LF__BUSY | LF__SUSPENDED | LF__REMOVED)))
+            return 0;
+    } while (!lf__cas(&h->lf__state, &old, old | LF__BUSY));
+    return 1;
+}
+
+/* ------------------------------------------------------------------ >>queue
+ * Handlers that own a dispatch which no thread runs yet (a timer fired, a
+ * notification, events that came in while they were busy) wait here, first in
+ * first out, for a leader to hand them out one per turn. */
+
+static inline void lf__enqueue(lf_reactor *r, lf_handler *h, int kick)
+{
+    pthread_mutex_lock(&r->lf__qlock);
+    /* lf_reactor_remove marks the handler before it unlinks it under this lock, so a
+     * removed handler is either unlinked there or never linked here */
+    if (lf__load(&h->lf__state, relaxed) & LF__REMOVED) {
+        pthread_mutex_unlock(&r->lf__qlock);
+        return;
+    }
+    h->lf__qnext = NULL;
+    h->lf__qprev = r->lf__qlast;
+    if (r->lf__qlast)
+        r->lf__qlast->lf__qnext = h;
+    else
+        r->lf__qfirst = h;
+    r->lf__qlast = h;
+    h->lf__queued = 1;
+    pthread_mutex_unlock(&r->lf__qlock);
+    if (kick)
+        lf__kick_if_sleeping(r);
+}
+
+/* lf__qlock held. */
+static inline void lf__unqueue(lf_reactor *r, lf_handler *h)
+{
+    if (h->lf__qprev)
+        h->lf__qprev->lf__qnext = h->lf__qnext;
+    else
+        r->lf__qfirst = h->lf__qnext;
+    if (h->lf__qnext)
+        h->lf__qnext->lf__qprev = h->lf__qprev;
+    else
+        r->lf__qlast = h->lf__qprev;
+    h->lf__queued = 0;
+}
+
+/* Leader: take the first queued handler as an event (events == 0 means "the
+ * dispatch is already owned: take the pending bits"). */
+static inline int lf__pop_queue(lf_reactor *r, lf_event *ev)
+{
+    lf_handler *h;
+    pthread_mutex_lock(&r->lf__qlock);
+    h = r->lf__qfirst;
+    if (h) {
+        lf__unqueue(r, h);
+        ev->fd = h->fd;
+        ev->u64 = h->lf__gen;
+        ev->events = 0;
+    }
+    pthread_mutex_unlock(&r->lf__qlock);
+    return h != NULL;
+}
+
+/* ------------------------------------------------------------------ >>timers
+ * Caller-owned records in an intrusive min-heap (lf.h's), ordered by expiry, then by
+ * start order. Expiry posts LF_EV_TIMEOUT through the ownership rule above, so a
+ * timer never runs while its handler's I/O does. */
+
+#define LF__TIMER_OF(n) ((lf_timer *)(void *)((char *)(n) - offsetof(lf_timer, lf__node)))
+
+static inline int lf__timer_before(const lf__heap_node *a, const lf__heap_node *b)
+{
+    const lf_timer *ta = LF__TIMER_OF(a), *tb = LF__TIMER_OF(b);
+    if (ta->lf__when != tb->lf__when)
+        return ta->lf__when < tb->lf__when;
+    return ta->lf__seq < tb->lf__seq;
+}
+
+static inline void lf_timer_init(lf_timer *t)
+{
+    if (t)
+        memset((void *)t, 0, sizeof *t);
+}
+
+/* lf__tlock held: take t out of the heap and out of its handler's list. */
+static inline void lf__timer_unarm(lf_reactor *r, lf_timer *t)
+{
+    lf__heap_remove(&r->lf__theap, &t->lf__node);
+    if (t->lf__prev)
+        t->lf__prev->lf__next = t->lf__next;
+    else
+        t->lf__h->lf__timers = t->lf__next;
+    if (t->lf__next)
+        t->lf__next->lf__prev = t->lf__prev;
+    t->lf__h = NULL;
+}
+
+/* lf__tlock held: (re)insert an armed timer at its time. */
+static inline void lf__timer_insert(lf_reactor *r, lf_timer *t)
+{
+    t->lf__seq = r->lf__tseq++;
+    lf__heap_insert(&r->lf__theap, &t->lf__node);
+}
+
+/* Leader, lf__tlock held: fire what is due; returns the next expiry or -1. */
+static inline long long lf__timers_expire(lf_reactor *r, long long now)
+{
+    lf__heap_node *n;
+    while ((n = r->lf__theap.root) != NULL && LF__TIMER_OF(n)->lf__when <= now) {
+        lf_timer *t = LF__TIMER_OF(n);
+        lf_handler *h = t->lf__h;
+        if (t->lf__period > 0) {
+            lf__heap_remove(&r->lf__theap, n);
+            t->lf__when += t->lf__period;
+            if (t->lf__when <= now) /* we fell behind: skip, do not burst */
+                t->lf__when = now + t->lf__period;
+            lf__timer_insert(r, t);
+        } else {
+            lf__timer_unarm(r, t);
+        }
+        lf__fetch_add(&r->lf__n_timers, 1ULL, relaxed);
+        if (lf__post(h, LF_EV_TIMEOUT))
+            lf__enqueue(r, h, 0); /* we are the leader: no one to wake */
+        else
+            lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed);
+    }
+    return n ? LF__TIMER_OF(n)->lf__when : -1;
+}
+
+/* ------------------------------------------------------------------ >>epoll
+ * Deactivation is EPOLLONESHOT: the kernel disarms a handle when it reports it, so
+ * no other leader can see it until lf__rearm re-arms it with EPOLL_CTL_MOD. The
+ * leader harvests up to LF_REACTOR_BATCH events per epoll_wait and hands them out one
+ * per turn; each is already disarmed, so holding them is safe. epoll's ready list is
+ * served in arrival order, so no fd is favoured. */
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+
+#define LF__WAKE_TAG UINT64_MAX
+
+static inline const char *lf_reactor_backend_name(void)
+{
+    return "epoll";
+}
+
+static inline uint32_t lf__to_os(uint32_t mask)
+{
+    return ((mask & LF_EV_READ) ? (uint32_t)(EPOLLIN | EPOLLRDHUP) : 0u) |
+           ((mask & LF_EV_WRITE) ? (uint32_t)EPOLLOUT : 0u) | (uint32_t)EPOLLONESHOT;
+}
+
+static inline int lf__backend_open(lf_reactor *r)
+{
+    struct epoll_event e;
+    r->lf__epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (r->lf__epfd < 0)
+        return errno;
+    memset(&e, 0, sizeof e);
+    e.events = EPOLLIN; /* level-triggered: stays ready until drained */
+    e.data.u64 = LF__WAKE_TAG;
+    if (epoll_ctl(r->lf__epfd, EPOLL_CTL_ADD, r->lf__wakefd[0], &e) != 0) {
+        int rc = errno;
+        close(r->lf__epfd);
+        return rc;
+    }
+    return 0;
+}
+
+static inline void lf__backend_close(lf_reactor *r)
+{
+    close(r->lf__epfd);
+}
+
+static inline int lf__backend_add(lf_reactor *r, lf_handler *h)
+{
+    struct epoll_event e;
+    memset(&e, 0, sizeof e);
+    e.events = lf__to_os(h->lf__mask);
+    e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
+    return epoll_ctl(r->lf__epfd, EPOLL_CTL_ADD, h->fd, &e) == 0 ? 0 : errno;
+}
+
+static inline void lf__backend_del(lf_reactor *r, lf_handler *h)
+{
+    epoll_ctl(r->lf__epfd, EPOLL_CTL_DEL, h->fd, NULL);
+}
+
+static inline void lf__rearm(lf_reactor *r, lf_handler *h)
+{
+    struct epoll_event e;
+    memset(&e, 0, sizeof e);
+    e.events = lf__to_os(h->lf__mask);
+    e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
+    /* ENOENT: removed meanwhile; harmless, the removal wins */
+    epoll_ctl(r->lf__epfd, EPOLL_CTL_MOD, h->fd, &e);
+}
+
+/* Leader: the next harvested event, if any. */
+static inline int lf__pop_io(lf_reactor *r, lf_event *ev)
+{
+    while (r->lf__evi < r->lf__evn) {
+        struct epoll_event *e = &r->lf__ev[r->lf__evi++];
+        if (e->data.u64 == LF__WAKE_TAG) {
+            lf__wake_drain(r);
+            continue;
+        }
+        ev->fd = (int)(uint32_t)e->data.u64;
+        ev->u64 = e->data.u64 >> 32;
+        ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
+                     ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
+                     ((e->events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
+        if (ev->events == 0)
+            ev->events = LF_EV_CLOSE;
+        return 1;
+    }
+    return 0;
+}
+
+/* Leader: block up to timeout_ms (-1: forever) and harvest. */
+static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
+{
+    int n = epoll_wait(r->lf__epfd, r->lf__ev, LF_REACTOR_BATCH, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : errno;
+    r->lf__evn = n;
+    r->lf__evi = 0;
+    return 0;
+}
+
+#else
+/* ------------------------------------------------------------------ >>poll/select
+ * Both keep an "active set": the handles whose LF__ARMED bit is set. The leader
+ * collects the armed handles, waits, and disarms each one it reports (that is the
+ * deactivation); lf__rearm sets the bit again and wakes a leader that is blocked
+ * without it. The collection starts at a rotating fd, so low fds are not favoured. */
+
+static inline void lf__backend_close(lf_reactor *r)
+{
+    free(r->lf__cfd);
+    free(r->lf__cgen);
+    free(r->lf__rfd);
+    free(r->lf__rgen);
+    free(r->lf__rev);
+#if LF_REACTOR_BACKEND == LF_REACTOR_POLL
+    free(r->lf__pfd);
+#endif
+}
+
+static inline int lf__backend_add(lf_reactor *r, lf_handler *h)
+{
+    (void)r;
+    lf__fetch_or(&h->lf__state, LF__ARMED, relaxed);
+    return 0;
+}
+
+static inline void lf__backend_del(lf_reactor *r, lf_handler *h)
+{
+    (void)r;
+    (void)h; /* LF__REMOVED keeps it out of the next collection */
+}
+
+static inline void lf__rearm(lf_reactor *r, lf_handler *h)
+{
+    /* seq_cst RMW then seq_cst load of lf__sleeping: pairs with the leader, which
+     * sets lf__sleeping before it collects the armed handles */
+    lf__fetch_or(&h->lf__state, LF__ARMED, seq_cst);
+    lf__kick_if_sleeping(r);
+}
+
+static inline int lf__pop_io(lf_reactor *r, lf_event *ev)
+{
+    if (r->lf__ri >= r->lf__rn)
+        return 0;
+    ev->fd = r->lf__rfd[r->lf__ri];
+    ev->u64 = r->lf__rgen[r->lf__ri];
+    ev->events = r->lf__rev[r->lf__ri];
+    r->lf__ri++;
+    return 1;
+}
+
+/* Leader: make the arrays hold n handles (grows with the table; no per-event cost). */
+static inline int lf__arrays_fit(lf_reactor *r, int n)
+{
+    void *p;
+    if (n + 1 <= r->lf__cap)
+        return 0;
+    n = n + 1;
+#define LF__GROW(field, type)                                                      \
+    if ((p = realloc((void *)r->field, (size_t)n * sizeof(type))) == NULL)         \
+        return ENOMEM;                                                             \
+    r->field = (type *)p;
+    LF__GROW(lf__cfd, int)
+    LF__GROW(lf__cgen, uint32_t)
+    LF__GROW(lf__rfd, int)
+    LF__GROW(lf__rgen, uint32_t)
+    LF__GROW(lf__rev, uint32_t)
+#if LF_REACTOR_BACKEND == LF_REACTOR_POLL
+    LF__GROW(lf__pfd, struct pollfd)
+#endif
+#undef LF__GROW
+    r->lf__cap = n;
+    return 0;
+}
+
+/* Leader: collect the armed handles, starting at a rotating fd. */
+static inline int lf__collect(lf_reactor *r)
+{
+    lf__table *t;
+    int rc;
+
+    lf__read_lock();
+    t = lf__table_get(r);
+    if ((rc = lf__arrays_fit(r, t->n)) != 0) {
+        lf__read_unlock();
+        return rc;
+    }
+    r->lf__cn = 0;
+    for (int i = 0; i < t->n; i++) {
+        int fd = (r->lf__scan + i) % t->n;
+        lf_handler *h = __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE);
+        if (h && (lf__load(&h->lf__state, seq_cst) & (LF__ARMED | LF__REMOVED)) == LF__ARMED) {
+            r->lf__cfd[r->lf__cn] = fd;
+            r->lf__cgen[r->lf__cn] = h->lf__gen;
+            r->lf__cn++;
+        }
+    }
+    r->lf__scan = t->n ? (r->lf__scan + 1) % t->n : 0;
+    lf__read_unlock();
+    return 0;
+}
+
+/* Leader: disarm a reported handle and keep its event for the coming turns. */
+static inline void lf__harvest(lf_reactor *r, int fd, uint32_t gen, uint32_t events)
+{
+    lf_handler *h;
+    lf__read_lock();
+    h = lf__lookup(r, fd);
+    if (h && h->lf__gen == gen && (lf__fetch_and(&h->lf__state, ~LF__ARMED, relaxed) & LF__ARMED)) {
+        r->lf__rfd[r->lf__rn] = fd;
+        r->lf__rgen[r->lf__rn] = gen;
+        r->lf__rev[r->lf__rn] = events;
+        r->lf__rn++;
+    }
+    lf__read_unlock();
+}
+
+#if LF_REACTOR_BACKEND == LF_REACTOR_POLL
+
+static inline const char *lf_reactor_backend_name(void)
+{
+    return "poll";
+}
+
+static inline int lf__backend_open(lf_reactor *r)
+{
+    return lf__arrays_fit(r, 64);
+}
+
+static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
+{
+    int rc = lf__collect(r), n;
+
+    if (rc)
+        return rc;
+    for (int i = 0; i < r->lf__cn; i++) {
+        lf_handler *h;
+        lf__read_lock();
+        h = lf__lookup(r, r->lf__cfd[i]);
+        r->lf__pfd[i].fd = r->lf__cfd[i];
+        r->lf__pfd[i].events = (short)(h && (h->lf__mask & LF_EV_READ) ? POLLIN : 0);
+        r->lf__pfd[i].events |= (short)(h && (h->lf__mask & LF_EV_WRITE) ? POLLOUT : 0);
+        r->lf__pfd[i].revents = 0;
+        lf__read_unlock();
+    }
+    r->lf__pfd[r->lf__cn].fd = r->lf__wakefd[0];
+    r->lf__pfd[r->lf__cn].events = POLLIN;
+    r->lf__pfd[r->lf__cn].revents = 0;
+    n = poll(r->lf__pfd, (nfds_t)r->lf__cn + 1, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : errno;
+    r->lf__rn = r->lf__ri = 0;
+    if (r->lf__pfd[r->lf__cn].revents)
+        lf__wake_drain(r);
+    for (int i = 0; i < r->lf__cn; i++) {
+        short re = r->lf__pfd[i].revents;
+        if (re == 0)
+            continue;
+        lf__harvest(r, r->lf__cfd[i], r->lf__cgen[i],
+                    ((re & POLLIN) ? LF_EV_READ : 0u) | ((re & POLLOUT) ? LF_EV_WRITE : 0u) |
+                        ((re & (POLLERR | POLLHUP | POLLNVAL)) ? LF_EV_CLOSE : 0u));
+    }
+    return 0;
+}
+
+#else /* LF_REACTOR_SELECT */
+
+static inline const char *lf_reactor_backend_name(void)
+{
+    return "select";
+}
+
+static inline int lf__backend_open(lf_reactor *r)
+{
+    return lf__arrays_fit(r, 64);
+}
+
+static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
+{
+    fd_set rs, ws;
+    struct timeval tv;
+    int rc = lf__collect(r), maxfd = r->lf__wakefd[0], n;
+
+    if (rc)
+        return rc;
+    FD_ZERO(&rs);
+    FD_ZERO(&ws);
+    FD_SET(r->lf__wakefd[0], &rs);
+    for (int i = 0; i < r->lf__cn; i++) {
+        lf_handler *h;
+        int fd = r->lf__cfd[i];
+        lf__read_lock();
+        h = lf__lookup(r, fd);
+        if (h && (h->lf__mask & LF_EV_READ))
+            FD_SET(fd, &rs);
+        if (h && (h->lf__mask & LF_EV_WRITE))
+            FD_SET(fd, &ws);
+        lf__read_unlock();
+        if (fd > maxfd)
+            maxfd = fd;
+    }
+    tv.tv_sec = timeout_ms / 1000;
+    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    n = select(maxfd + 1, &rs, &ws, NULL, timeout_ms < 0 ? NULL : &tv);
+    if (n < 0)
+        return errno == EINTR ? 0 : errno; /* EBADF: a handle closed under us; retry */
+    r->lf__rn = r->lf__ri = 0;
+    if (FD_ISSET(r->lf__wakefd[0], &rs))
+        lf__wake_drain(r);
+    for (int i = 0; i < r->lf__cn; i++) {
+        int fd = r->lf__cfd[i];
+        /* select reports errors and hang-ups as readable: the read says which */
+        uint32_t ev = (FD_ISSET(fd, &rs) ? LF_EV_READ : 0u) | (FD_ISSET(fd, &ws) ? LF_EV_WRITE : 0u);
+        if (ev)
+            lf__harvest(r, fd, r->lf__cgen[i], ev);
+    }
+    return 0;
+}
+
+#endif
+#endif
+/* ------------------------------------------------------------------ >>turn
+ * One turn: the leader's wait hands out one event; after the pool promoted a
+ * follower, the dispatch runs the handler and reactivates the handle. */
+
+static inline int lf__remove(lf_reactor *r, lf_handler *h);
+
+/* The owner lets go of h: re-arm the handle, then either hand the dispatch on (more
+ * events came in meanwhile: queue it, one event per turn) or clear LF__BUSY. The
+ * re-arm comes first, so an event that fires in between finds us still busy and
+ * leaves its bits for the check below. */
+static inline void lf__release(lf_reactor *r, lf_handler *h)
+{
+    uint32_t old = lf__load(&h->lf__state, relaxed);
+    if (old & LF__REMOVED)
+        return;
+    lf__rearm(r, h);
+    old = lf__load(&h->lf__state, relaxed);
+    for (;;) {
+        if (old & LF__REMOVED)
+            return;
+        if ((old & LF__PENDING) && !(old & LF__SUSPENDED)) {
+            lf__enqueue(r, h, 1); /* still ours: the queue takes over the ownership */
+            return;
+        }
+        if (lf__cas(&h->lf__state, &old, old & ~LF__BUSY))
+            return;
+    }
+}
+
+/* The owner runs h once with everything pending (under the read lock). */
+static inline void lf__run(lf_reactor *r, lf_handler *h)
+{
+    uint32_t st = lf__fetch_and(&h->lf__state, ~LF__PENDING, acquire);
+    uint32_t events = st & LF__PENDING;
+    lf_handler *outer = lf__dispatching;
+    int rc;
+
+    if (st & LF__REMOVED)
+        return; /* removed: no dispatch may start any more */
+    if (events == 0) {
+        lf__release(r, h);
+        return;
+    }
+    lf__dispatching = h;
+    rc = h->handle_event(h, h->fd, events);
+    lf__fetch_add(&r->lf__n_dispatched, 1ULL, relaxed);
+    if (lf__dispatching != h) {
+        /* the handler already reactivated itself (LF_RESUMED): not ours any more */
+    } else if (rc == LF_REMOVE) {
+        lf__remove(r, h);
+    } else {
+        lf__release(r, h); /* LF_KEEP, or LF_RESUMED without a resume: same thing */
+    }
+    lf__dispatching = outer;
+}
+
+static inline int lf__dispatch(void *ctx, lf_event *ev)
+{
+    lf_reactor *r = (lf_reactor *)ctx;
+    lf_handler *h;
+
+    lf__rcu_enter();
+    lf__read_lock();
+    h = lf__lookup(r, ev->fd);
+    if (h == NULL || h->lf__gen != (uint32_t)ev->u64) {
+        /* the handler was removed (and maybe the fd reused) after the event was seen */
+        lf__fetch_add(&r->lf__n_stale, 1ULL, relaxed);
+    } else if (ev->events == 0 || lf__post(h, ev->events)) {
+        lf__run(r, h); /* from the queue (owned already), or we just took it */
+    } else {
+        lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed); /* its owner takes the bits */
+    }
+    lf__read_unlock();
+    return 0;
+}
+
+static inline long long lf__ts_ns(const struct timespec *ts)
+{
+    return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+/* The leader's wait: one event per call, from the ready queue, from what the last
+ * system call harvested, or from a new one. */
+static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+{
+    lf_reactor *r = (lf_reactor *)ctx;
+    long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
+
+    for (;;) {
+        long long now, next, until;
+        int rc;
+
+        if (lf__load(&r->lf__stopped, relaxed))
+            return EINTR; /* the pool sees its shutdown flag and ends the join */
+        /* alternate the two sources, so a stream of notifications cannot starve I/O
+         * (nor the reverse) */
+        r->lf__prefer_queue ^= 1;
+        if (r->lf__prefer_queue && lf__pop_queue(r, ev))
+            return 0;
+        if (lf__pop_io(r, ev) || lf__pop_queue(r, ev))
+            return 0;
+
+        /* nothing in hand: say we are going to sleep, then look once more */
+        lf__store(&r->lf__sleeping, 1, seq_cst);
+        now = lf__now_ns();
+        pthread_mutex_lock(&r->lf__tlock);
+        next = lf__timers_expire(r, now);
+        until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
+        r->lf__sleep_until = until;
+        pthread_mutex_unlock(&r->lf__tlock);
+        if (lf__pop_queue(r, ev)) {
+            lf__store(&r->lf__sleeping, 0, relaxed);
+            return 0;
+        }
+        if (until_dl >= 0 && now >= until_dl) {
+            lf__store(&r->lf__sleeping, 0, relaxed);
+            return ETIMEDOUT;
+        }
+        rc = lf__backend_wait(r, lf__ms_until(until, now));
+        lf__store(&r->lf__sleeping, 0, relaxed);
+        if (rc)
+            return rc;
+    }
+}
+
+/* Called by lf_pool_shutdown under the pool lock: must not block. Sticky: the flag
+ * stays, so the current or the next wait returns. */
+static inline void lf__interrupt(void *ctx)
+{
+    lf_reactor *r = (lf_reactor *)ctx;
+    lf__store(&r->lf__stopped, 1, seq_cst);
+    lf__kick(r);
+}
+
+/* ------------------------------------------------------------------ >>api */
+
+static inline void lf__reclaim(struct rcu_head *head)
+{
+    lf_handler *h = caa_container_of(head, lf_handler, lf__rcu);
+    int fd = h->fd;
+    LF__GP_RECLAIM();
+    h->lf__r = NULL;
+    if (h->handle_close)
+        h->handle_close(h); /* may free h: nothing of it is touched afterwards */
+    close(fd);
+}
+
+/* Contract: any thread. Blocks every signal while liburcu's call_rcu worker is
+ * created, so that thread never takes a signal meant for a signalfd or for you. */
+static inline int lf_reactor_init(lf_reactor *r)
+{
+    int rc;
+    sigset_t all, old;
+
+    if (r == NULL)
+        return EINVAL;
+    memset((void *)r, 0, sizeof *r);
+    if ((rc = lf_pool_init(&r->pool)) != 0)
+        return rc;
+    r->src.ctx = r;
+    r->src.wait = lf__wait;
+    r->src.dispatch = lf__dispatch;
+    r->src.interrupt = lf__interrupt;
+    r->lf__sleep_until = -1;
+    r->lf__theap.before = lf__timer_before;
+    if ((r->lf__tab = lf__table_new(64)) == NULL) {
+        rc = ENOMEM;
+        goto fail_pool;
+    }
+    if ((rc = lf__wake_open(r)) != 0)
+        goto fail_table;
+    if ((rc = lf__backend_open(r)) != 0)
+        goto fail_wake;
+    pthread_mutex_init(&r->lf__reglock, NULL);
+    pthread_mutex_init(&r->lf__qlock, NULL);
+    pthread_mutex_init(&r->lf__tlock, NULL);
+    lf__rcu_enter();
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    (void)LF__RCU(get_default_call_rcu_data)();
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return 0;
+fail_wake:
+    lf__wake_close(r);
+fail_table:
+    free(r->lf__tab);
+fail_pool:
+    lf_pool_destroy(&r->pool);
+    return rc;
+}
+
+/* Contract: any thread; `h` not registered anywhere. */
+static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint32_t events)
+{
+    lf_handler *cur;
+    int rc;
+
+    if (r == NULL || h == NULL || h->handle_event == NULL || events == 0 ||
+        (events & ~(LF_EV_READ | LF_EV_WRITE)))
+        return EINVAL;
+    if (fd < 0 || fcntl(fd, F_GETFD) == -1)
+        return EBADF;
+#if LF_REACTOR_BACKEND == LF_REACTOR_SELECT
+    if (fd >= FD_SETSIZE)
+        return EINVAL; /* select cannot watch it: use poll or epoll */
+#endif
+    if (lf__load(&r->lf__stopped, relaxed))
+        return ECANCELED;
+    lf__rcu_enter();
+    pthread_mutex_lock(&r->lf__reglock);
+    cur = lf__lookup(r, fd);
+    if (cur != NULL || (h->lf__r == r && lf__lookup(r, h->fd) == h)) {
+        pthread_mutex_unlock(&r->lf__reglock);
+        return EEXIST; /* the fd has a handler, or h is registered (on another fd) */
+    }
+    if ((rc = lf__table_fit(r, fd)) != 0) {
+        pthread_mutex_unlock(&r->lf__reglock);
+        return rc;
+    }
+    if (++r->lf__gen == 0)
+        r->lf__gen = 1;
+    h->fd = fd;
+    h->lf__gen = r->lf__gen;
+    h->lf__mask = events;
+    lf__store(&h->lf__state, 0u, relaxed);
+    h->lf__qprev = h->lf__qnext = NULL;
+    h->lf__queued = 0;
+    h->lf__timers = NULL;
+    h->lf__r = r;
+    if ((rc = lf__backend_add(r, h)) != 0) {
+        h->lf__r = NULL;
+        pthread_mutex_unlock(&r->lf__reglock);
+        return rc; /* e.g. EPERM: epoll cannot watch regular files */
+    }
+    __atomic_store_n(&lf__table_get(r)->slot[fd], h, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&r->lf__reglock);
+    lf__fetch_add(&r->lf__n_registered, 1ULL, relaxed);
+    lf__kick_if_sleeping(r); /* poll/select: a blocked leader must add it */
+    return 0;
+}
+
+static inline int lf__remove(lf_reactor *r, lf_handler *h)
+{
+    lf_timer *t;
+
+    pthread_mutex_lock(&r->lf__reglock);
+    if (h->lf__r != r || lf__lookup(r, h->fd) != h) {
+        pthread_mutex_unlock(&r->lf__reglock);
+        return ENOENT;
+    }
+    __atomic_store_n(&lf__table_get(r)->slot[h->fd], (lf_handler *)NULL, __ATOMIC_RELEASE);
+    lf__fetch_or(&h->lf__state, LF__REMOVED, seq_cst); /* no dispatch may start now */
+    lf__backend_del(r, h);
+    pthread_mutex_unlock(&r->lf__reglock);
+
+    pthread_mutex_lock(&r->lf__tlock);
+    while ((t = h->lf__timers) != NULL)
+        lf__timer_unarm(r, t);
+    pthread_mutex_unlock(&r->lf__tlock);
+    pthread_mutex_lock(&r->lf__qlock);
+    if (h->lf__queued)
+        lf__unqueue(r, h);
+    pthread_mutex_unlock(&r->lf__qlock);
+
+    lf__fetch_add(&r->lf__n_removed, 1ULL, relaxed);
+    /* handle_close and close(fd) after a grace period: every dispatch that could
+     * still see h runs inside a read-side section, so this is after the last one */
+    LF__GP_READER_DONE();
+    LF__RCU(call_rcu)(&h->lf__rcu, lf__reclaim);
+    return 0;
+}
+
+/* Contract: any thread, also h's own handle_event. */
+static inline int lf_reactor_remove(lf_reactor *r, lf_handler *h)
+{
+    if (r == NULL || h == NULL)
+        return EINVAL;
+    lf__rcu_enter();
+    return lf__remove(r, h);
+}
+
+/* Contract: any thread, also h's own handle_event. */
+static inline int lf_reactor_deactivate(lf_reactor *r, lf_handler *h)
+{
+    int rc = 0;
+    if (r == NULL || h == NULL)
+        return EINVAL;
+    lf__rcu_enter();
+    lf__read_lock();
+    if (h->lf__r != r || lf__lookup(r, h->fd) != h)
+        rc = ENOENT;
+    else
+        lf__fetch_or(&h->lf__state, LF__SUSPENDED, seq_cst);
+    lf__read_unlock();
+    return rc;
+}
+
+/* Contract: any thread. From h's own handle_event it ends the dispatch's exclusive
+ * hold early (return LF_RESUMED afterwards and do not touch h's state again). */
+static inline int lf_reactor_reactivate(lf_reactor *r, lf_handler *h)
+{
+    int rc = 0;
+    if (r == NULL || h == NULL)
+        return EINVAL;
+    lf__rcu_enter();
+    lf__read_lock();
+    if (h->lf__r != r || lf__lookup(r, h->fd) != h) {
+        rc = ENOENT;
+    } else if (lf__dispatching == h) {
+        lf__dispatching = NULL; /* tells lf__run the hold is released */
+        lf__fetch_and(&h->lf__state, ~LF__SUSPENDED, seq_cst);
+        lf__release(r, h);
+    } else {
+        lf__fetch_and(&h->lf__state, ~LF__SUSPENDED, seq_cst);
+        if (lf__claim_pending(h))
+            lf__enqueue(r, h, 1);
+    }
+    lf__read_unlock();
+    return rc;
+}
+
+/* Contract: any thread; never waits for a handler or a descriptor (it may take the
+ * ready queue's lock for a few instructions). */
+static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t events)
+{
+    int rc = 0;
+    if (r == NULL || h == NULL || events == 0 || (events & ~LF_EV_ALL))
+        return EINVAL;
+    lf__rcu_enter();
+    lf__read_lock();
+    if (h->lf__r != r || lf__lookup(r, h->fd) != h) {
+        rc = ENOENT;
+    } else {
+        lf__fetch_add(&r->lf__n_notified, 1ULL, relaxed);
+        if (lf__post(h, events))
+            lf__enqueue(r, h, 1);
+        else
+            lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed);
+    }
+    lf__read_unlock();
+    return rc;
+}
+
+/* Contract: any thread; t initialised with lf_timer_init, h registered here. */
+static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler *h,
+                                         long long after_ns, long long period_ns)
+{
+    int earlier;
+    if (r == NULL || t == NULL || h == NULL || after_ns < 0 || period_ns < 0)
+        return EINVAL;
+    lf__rcu_enter();
+    lf__read_lock();
+    pthread_mutex_lock(&r->lf__tlock);
+    /* checked under the timer lock: lf__remove marks h before it cancels h's timers
+     * under this lock, so a timer is never left armed for a removed handler */
+    if (h->lf__r != r || lf__lookup(r, h->fd) != h ||
+        (lf__load(&h->lf__state, seq_cst) & LF__REMOVED)) {
+        pthread_mutex_unlock(&r->lf__tlock);
+        lf__read_unlock();
+        return ENOENT;
+    }
+    if (t->lf__h)
+        lf__timer_unarm(r, t);
+    t->lf__when = lf__now_ns() + after_ns;
+    t->lf__period = period_ns;
+    t->lf__h = h;
+    t->lf__prev = NULL;
+    t->lf__next = h->lf__timers;
+    if (h->lf__timers)
+        h->lf__timers->lf__prev = t;
+    h->lf__timers = t;
+    lf__timer_insert(r, t);
+    earlier = r->lf__sleep_until < 0 || t->lf__when < r->lf__sleep_until;
+    pthread_mutex_unlock(&r->lf__tlock);
+    lf__read_unlock();
+    if (earlier)
+        lf__kick_if_sleeping(r);
+    return 0;
+}
+
+/* Contract: any thread. ENOENT if t is not armed (expired one-shot, or cancelled). */
+static inline int lf_reactor_timer_cancel(lf_reactor *r, lf_timer *t)
+{
+    int rc = 0;
+    if (r == NULL || t == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&r->lf__tlock);
+    if (t->lf__h)
+        lf__timer_unarm(r, t);
+    else
+        rc = ENOENT;
+    pthread_mutex_unlock(&r->lf__tlock);
+    return rc;
+}
+
+/* Contract: any thread; blocks until stop (ECANCELED) or the deadline (ETIMEDOUT). */
+static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
+{
+    lf_follower self;
+    int rc;
+    if (r == NULL)
+        return EINVAL;
+    lf__rcu_enter();
+    if ((rc = lf_follower_init(&self, 0)) != 0)
+        return rc;
+    rc = lf_pool_join(&r->pool, &self, &r->src, deadline);
+    lf_follower_destroy(&self);
+    return rc;
+}
+
+/* Contract: any thread; at most one event, as leader then processing thread. */
+static inline int lf_reactor_handle_events(lf_reactor *r, const struct timespec *deadline)
+{
+    lf_follower self;
+    lf_event ev;
+    int rc;
+    if (r == NULL)
+        return EINVAL;
+    lf__rcu_enter();
+    if ((rc = lf_follower_init(&self, 0)) != 0)
+        return rc;
+    if ((rc = lf_pool_lead(&r->pool, &self, deadline)) == 0) {
+        do
+            rc = lf__wait(r, &ev, deadline);
+        while (rc == EINTR && !lf__load(&r->lf__stopped, relaxed));
+        if (rc == 0) {
+            lf_pool_promote(&r->pool, &self);
+            lf__dispatch(r, &ev);
+        } else if (rc == EINTR) {
+            rc = ECANCELED;
+        }
+        lf_pool_leave(&r->pool, &self);
+    }
+    lf_follower_destroy(&self);
+    return rc;
+}
+
+/* Contract: any thread, also a handler. Every thread in run/handle_events returns. */
+static inline int lf_reactor_stop(lf_reactor *r)
+{
+    if (r == NULL)
+        return EINVAL;
+    lf__store(&r->lf__stopped, 1, seq_cst);
+    lf__kick(r);
+    return lf_pool_shutdown(&r->pool);
+}
+
+/* Contract: not from a handler; no thread may be running the reactor. */
+static inline int lf_reactor_destroy(lf_reactor *r)
+{
+    lf__table *t;
+    int rc;
+    if (r == NULL)
+        return EINVAL;
+    if ((rc = lf_pool_destroy(&r->pool)) != 0)
+        return rc; /* EBUSY: threads still run it */
+    lf__rcu_enter();
+    t = r->lf__tab;
+    for (int fd = 0; fd < t->n; fd++) {
+        lf_handler *h = t->slot[fd];
+        if (h)
+            lf__remove(r, h);
+    }
+    LF__RCU(barrier)(); /* every handle_close ran, every fd is closed, old tables freed */
+    free(r->lf__tab);
+    lf__backend_close(r);
+    lf__wake_close(r);
+    pthread_mutex_destroy(&r->lf__reglock);
+    pthread_mutex_destroy(&r->lf__qlock);
+    pthread_mutex_destroy(&r->lf__tlock);
+    return 0;
+}
+
+static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
+{
+    if (r == NULL || out == NULL)
+        return EINVAL;
+    out->dispatched = lf__load(&r->lf__n_dispatched, relaxed);
+    out->stale = lf__load(&r->lf__n_stale, relaxed);
+    out->deferred = lf__load(&r->lf__n_deferred, relaxed);
+    out->timers = lf__load(&r->lf__n_timers, relaxed);
+    out->notified = lf__load(&r->lf__n_notified, relaxed);
+    out->kicks = lf__load(&r->lf__n_kicks, relaxed);
+    out->registered = lf__load(&r->lf__n_registered, relaxed);
+    out->removed = lf__load(&r->lf__n_removed, relaxed);
+    return lf_pool_stats(&r->pool, &out->pool);
+}
+
+#endif /* LF_REACTOR_H_INCLUDED */

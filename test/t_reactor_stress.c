@@ -121,7 +121,7 @@ static void *writer(void *arg)
     long w = (long)arg;
     unsigned long long rnd = (unsigned long long)w * 7919 + 1;
     for (;;) {
-        int busy = 0;
+        int busy = 0, wrote = 0;
         for (int i = (int)w; i < SLOTS; i += WRITERS) {
             conn *c = &slots[i];
             int st = lft_load(&c->state);
@@ -146,16 +146,21 @@ static void *writer(void *arg)
                 /* notify while the handler cannot have removed itself yet */
                 if (lft_rand(&rnd) % 4 == 0)
                     CHECK_EQ(lf_reactor_notify(&r, &c->h, LF_EV_NOTIFY), 0);
+                /* DRAINING before the last write: once it is written the handler may
+                 * remove itself and handle_close store CLOSED at any moment */
+                if (c->written + n == MSGS)
+                    lft_store(&c->state, DRAINING);
                 CHECK(write(c->peer, batch, (size_t)n * sizeof(msg)) == (ssize_t)(n * sizeof(msg)));
                 c->written += n;
-                if (c->written == MSGS)
-                    lft_store(&c->state, DRAINING);
+                wrote = 1;
             }
             if (st != FREE || c->lifecycles < quota)
                 busy = 1;
         }
         if (!busy)
             return NULL;
+        if (!wrote)
+            lft_sleep_ms(1); /* only draining lifecycles left: do not spin */
     }
 }
 

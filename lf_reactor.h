@@ -84,6 +84,10 @@
  *       Suspend / resume dispatching of h (events arriving meanwhile are kept and
  *       delivered on reactivation). Called by h's own handle_event, reactivate ends
  *       the current dispatch's exclusive hold early: return LF_RESUMED afterwards.
+ *   int lf_reactor_register_signal(r, h, const sigset_t *set)
+ *       Signals in set arrive as LF_EV_SIGNAL for h, through a signalfd the reactor
+ *       owns (h->fd; read struct signalfd_siginfo from it). Block the signals in every
+ *       thread first. Linux only (ENOSYS elsewhere).
  *   int lf_reactor_notify(r, h, events)
  *       Post events (any LF_EV_* bits, usually LF_EV_NOTIFY) to h: delivered through
  *       a normal turn, coalesced with anything pending, never blocks the caller.
@@ -148,6 +152,7 @@
 #endif
 #ifdef __linux__
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
 #endif
 
 #ifdef LF_RCU_BP
@@ -195,6 +200,7 @@ struct lf_handler {
     lf_reactor *lf__r;
     uint32_t lf__gen;  /* tags this registration's events */
     uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest */
+    int lf__signalfd;  /* readable means LF_EV_SIGNAL */
     LF__ATOMIC(uint32_t) lf__state; /* pending LF_EV_* bits | LF__BUSY | ... */
     lf_handler *lf__qprev, *lf__qnext; /* ready queue links, under lf__qlock */
     int lf__queued;
@@ -1013,6 +1019,8 @@ static inline void lf__run(lf_reactor *r, lf_handler *h)
         lf__release(r, h);
         return;
     }
+    if (h->lf__signalfd && (events & LF_EV_READ))
+        events = (events & ~LF_EV_READ) | LF_EV_SIGNAL;
     lf__dispatching = h;
     rc = h->handle_event(h, h->fd, events);
     lf__fetch_add(&r->lf__n_dispatched, 1ULL, relaxed);
@@ -1161,8 +1169,7 @@ fail_pool:
     return rc;
 }
 
-/* Contract: any thread; `h` not registered anywhere. */
-static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint32_t events)
+static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t events, int sig)
 {
     lf_handler *cur;
     int rc;
@@ -1198,6 +1205,7 @@ static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint
     h->lf__qprev = h->lf__qnext = NULL;
     h->lf__queued = 0;
     h->lf__timers = NULL;
+    h->lf__signalfd = sig;
     h->lf__r = r;
     if ((rc = lf__backend_add(r, h)) != 0) {
         h->lf__r = NULL;
@@ -1209,6 +1217,35 @@ static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint
     lf__fetch_add(&r->lf__n_registered, 1ULL, relaxed);
     lf__kick_if_sleeping(r); /* poll/select: a blocked leader must add it */
     return 0;
+}
+
+/* Contract: any thread; `h` not registered anywhere. */
+static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint32_t events)
+{
+    return lf__register(r, h, fd, events, 0);
+}
+
+/* Contract: any thread. Signals in `set` arrive as LF_EV_SIGNAL events for h, through
+ * a signalfd the reactor owns (h->fd; read struct signalfd_siginfo records from it).
+ * Block those signals in every thread first (pthread_sigmask before creating any),
+ * or the kernel delivers them the old way. Linux only: ENOSYS elsewhere. */
+static inline int lf_reactor_register_signal(lf_reactor *r, lf_handler *h, const sigset_t *set)
+{
+#ifdef __linux__
+    int fd, rc;
+    if (r == NULL || h == NULL || set == NULL)
+        return EINVAL;
+    if ((fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+        return errno;
+    if ((rc = lf__register(r, h, fd, LF_EV_READ, 1)) != 0)
+        close(fd);
+    return rc;
+#else
+    (void)r;
+    (void)h;
+    (void)set;
+    return ENOSYS;
+#endif
 }
 
 static inline int lf__remove(lf_reactor *r, lf_handler *h)

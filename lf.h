@@ -790,7 +790,8 @@ static inline lf_follower *lf__handoff(lf_pool *p)
 {
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
     p->lf__leader = NULL;
-    if (p->lf__followers) {
+    /* after shutdown the broadcast already released everybody: nothing to hand on */
+    if (p->lf__followers && !lf__load(&p->lf__shutdown, relaxed)) {
         p->lf__reserved = 1;
         p->lf__stats.promotions++;
         pthread_cond_signal(&p->lf__cond);

@@ -129,6 +129,9 @@ static void part_a(void)
     CHECK_EQ(blocker_waits(&b), 1); /* the retry saw the flag instead of waiting again */
     stats_now(&s);
     CHECK_EQ(s.leader + s.followers + s.processing + s.joined, 0);
+    /* shutdown released the followers itself: none was handed leadership on the way
+     * out (a leader leaving after shutdown must not promote anybody) */
+    CHECK_EQ(s.promotions, 0);
     /* after shutdown: every entry refuses, shutdown stays idempotent */
     CHECK(lf_follower_init(&f, 0) == 0);
     CHECK_EQ(lf_pool_lead(&pool, &f, NULL), ECANCELED);

@@ -49,10 +49,12 @@ static int src_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
         pthread_mutex_lock(&gate_lock);
         while (tickets == 0 && !interrupted)
             pthread_cond_wait(&gate_cond, &gate_lock);
-        if (tickets > 0)
+        if (tickets > 0) {
             tickets--;
-        else
+            pthread_cond_broadcast(&gate_cond); /* the producer may post the next */
+        } else {
             rc = EINTR;
+        }
         pthread_mutex_unlock(&gate_lock);
     }
     if (rc == 0) {
@@ -114,7 +116,7 @@ static void *worker(void *arg)
     if (my_id == THREADS - 1) {
         /* the restless one: short deadlines, so timeouts race with promotions */
         do {
-            CHECK(lf_deadline_in(&dl, 200000) == 0);
+            CHECK(lf_deadline_in(&dl, 100000) == 0);
             rc = lf_pool_join(&pool, &f, &src, &dl);
             rejoins++;
         } while (rc == ETIMEDOUT);
@@ -126,21 +128,27 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* At most one ticket outstanding, and some 20 us between tickets: the leader really
+ * blocks at every gate, long enough for the processing threads to finish and park as
+ * followers, so promotions reach them and the restless thread's deadlines expire. */
 static void *producer(void *arg)
 {
+    struct timespec gap = {0, 20000};
     (void)arg;
-    for (long posted = 1;; posted++) {
-        pthread_mutex_lock(&gate_lock);
-        if (interrupted) {
+    pthread_mutex_lock(&gate_lock);
+    while (!interrupted) {
+        if (tickets == 0) {
             pthread_mutex_unlock(&gate_lock);
-            return NULL;
+            nanosleep(&gap, NULL);
+            pthread_mutex_lock(&gate_lock);
+            tickets++;
+            pthread_cond_broadcast(&gate_cond);
         }
-        tickets++;
-        pthread_cond_signal(&gate_cond);
-        pthread_mutex_unlock(&gate_lock);
-        if ((posted & 7) == 0)
-            sched_yield();
+        if (!interrupted)
+            pthread_cond_wait(&gate_cond, &gate_lock);
     }
+    pthread_mutex_unlock(&gate_lock);
+    return NULL;
 }
 
 int main(void)
@@ -164,6 +172,7 @@ int main(void)
         CHECK(pthread_create(&t[i], NULL, worker, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(t[i], NULL) == 0);
+    src_interrupt(NULL); /* shutdown may have found no leader to interrupt */
     CHECK(pthread_join(prod, NULL) == 0);
     double el = lft_now() - t0;
 
@@ -184,6 +193,10 @@ int main(void)
     /* every dispatched event came from one promotion (to a follower or to nobody);
      * the restless thread's timeouts hand leadership on as well */
     CHECK(s.promotions + s.promotions_vacant >= (unsigned long long)events);
+    /* the run exercised what it claims to: hand-offs to parked followers, and
+     * followers whose deadline passed */
+    CHECK(s.promotions > 0);
+    CHECK(s.timeouts > 0);
     CHECK(s.leads >= (unsigned long long)events);
     CHECK(lf_pool_destroy(&pool) == 0);
     printf("t_pool_stress %s/%s: %lld events x %d threads in %.2f s, exactly once; "

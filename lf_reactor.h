@@ -77,9 +77,11 @@
  *       registered handler. EBADF invalid fd, EEXIST fd already registered or h in
  *       use, EINVAL bad mask / NULL hook, ECANCELED after stop.
  *   int lf_reactor_remove(r, h)
- *       From any thread, also inside h's own handle_event. When it returns no new
- *       dispatch of h starts; handle_close follows once the last one left. ENOENT for
- *       a handler not registered here (or already removed).
+ *       From any thread, also inside h's own handle_event. When it returns, no event
+ *       is claimed for h any more; it does not wait for a dispatch that claimed h
+ *       before (that one may still be entering or running handle_event).
+ *       handle_close follows once the last such dispatch left. ENOENT for a handler
+ *       not registered here (or already removed).
  *   int lf_reactor_deactivate(r, h) / lf_reactor_reactivate(r, h)
  *       Suspend / resume dispatching of h (events arriving meanwhile are kept and
  *       delivered on reactivation). Called by h's own handle_event, reactivate ends
@@ -1117,12 +1119,15 @@ static inline void lf__interrupt(void *ctx)
 static inline void lf__reclaim(struct rcu_head *head)
 {
     lf_handler *h = caa_container_of(head, lf_handler, lf__rcu);
-    int fd = h->fd;
-    LF__GP_RECLAIM();
-    h->lf__r = NULL;
+    int fd;
+    LF__GP_RECLAIM(); /* before the first access: the grace period orders them all */
+    fd = h->fd;
+    /* h->lf__r stays: a late lf_reactor_remove still finds the slot empty (ENOENT),
+     * and writing it here would race with that read */
     if (h->handle_close)
         h->handle_close(h); /* may free h: nothing of it is touched afterwards */
     close(fd);
+    LF__GP_READER_DONE(); /* lf_reactor_destroy's barrier waits for this */
 }
 
 /* Contract: any thread. Blocks every signal while liburcu's call_rcu worker is
@@ -1471,6 +1476,7 @@ static inline int lf_reactor_destroy(lf_reactor *r)
             lf__remove(r, h);
     }
     LF__RCU(barrier)(); /* every handle_close ran, every fd is closed, old tables freed */
+    LF__GP_RECLAIM();   /* tell TSan what the barrier waited for */
     free(r->lf__tab);
     lf__backend_close(r);
     lf__wake_close(r);

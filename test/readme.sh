@@ -10,12 +10,13 @@ awk -v out="$out" '
     /^```/   { inblock = 0; next }
     inblock  { print > file }
 ' README.md
+urcu=$(pkg-config --libs liburcu-memb 2>/dev/null || echo -lurcu-memb -lurcu-common)
 status=0
 for src in "$out"/block-*.c; do
     [ -e "$src" ] || { echo "no C blocks found in README.md"; exit 1; }
     bin=${src%.c}
     if ! $cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -O2 -I. \
-            "$src" -o "$bin" -pthread; then
+            "$src" -o "$bin" $urcu -pthread; then
         echo "README block $(basename "$src") does not compile"; status=1; continue
     fi
     if grep -q 'int main' "$src"; then

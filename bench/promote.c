@@ -11,8 +11,9 @@
  *               owns the slot from then on: a hand-off. (A woken follower that gets
  *               going before the old leader has parked leads a few turns alone,
  *               promoting into an empty set; those turns are not hand-offs.) CONDVAR
- *               only frees the slot and signals, so the old leader, back long before
- *               the follower wakes, usually takes it again ("barged" counts those).
+ *               signals and reserves the slot for the parked followers, so it hands
+ *               off too; "barged" counts promotions that nevertheless came back to
+ *               the same thread (it should stay near zero for every policy).
  *               futex-pingpong: two threads pass a token, a futex word each.
  *               condvar-pingpong: two threads pass a token under one mutex + condvar.
  *     SECONDS   measured time, default 1, after a fixed 50 ms warm-up.
@@ -301,10 +302,11 @@ static int pool_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
         /* exactly one promote separates two waits: only a leader promotes */
         if (dp + dv != 1)
             b->anomalies++;
-        /* CONDVAR counts a promotion when it signals; the finishing leader may take
-         * the vacant slot before the signalled follower wakes (barging). With more
-         * than two threads another finishing thread may take it too, which this
-         * cannot tell from a hand-off: CONDVAR numbers are exact at two threads. */
+        /* a promotion counted but the same thread leads next: the slot came back
+         * to the old leader instead of going to a follower (barging). lf reserves a
+         * promoted slot for the followers, so this should stay near zero. With more
+         * than two threads another follower may lead next, which this cannot tell
+         * apart from a hand-off: the numbers are exact at two threads. */
         if (dp == 1 && !other)
             b->barged++;
         real = dp == 1 && other;

@@ -23,7 +23,7 @@
 # The table shows, per row, the median over its runs, and the median of its kept
 # ratios. Target: LIFO/FIFO/HEAP within 1.3x of the futex floor, CONDVAR within 1.3x
 # of the condvar floor. A row whose promotions mostly did not reach a follower
-# (barged > handoffs: CONDVAR's old leader takes the freed slot back) has no hand-off
+# (barged > handoffs: the old leader took the freed slot back) has no hand-off
 # latency to judge and says n/a.
 #
 # Writes the table as CSV to bench/results/promote.csv, and the rows of every run,

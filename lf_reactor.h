@@ -68,6 +68,15 @@
  *
  * FUNCTIONS (all thread-safe; errors are errno values as in lf.h)
  *   int lf_reactor_init(lf_reactor *r)             ENOMEM, EMFILE, ...
+ *   int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
+ *       LF_REACTOR_CONCURRENT (epoll only, else ENOTSUP): the pattern's relaxed
+ *       serialization. No leader slot: every running thread waits in epoll_wait on
+ *       the set at once, one event each; EPOLLONESHOT still gives a ready handle to
+ *       one thread, and all the guarantees above hold. Wins when handlers are short
+ *       and cores many (one leader would be the bottleneck); costs more wake-ups and
+ *       kernel lock traffic when they are few. The other variant, several handle sets
+ *       each with its own leader, is several lf_reactor objects (each with its own
+ *       pool), e.g. one per core with the connections partitioned among them.
  *   int lf_reactor_destroy(lf_reactor *r)
  *       EBUSY while threads run it. Removes every handler left (handle_close runs,
  *       fds are closed), waits for deferred closes, frees everything.
@@ -188,6 +197,9 @@
 
 enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2 };
 
+/* lf_reactor_init_flags: several threads wait in epoll_wait at once (epoll only) */
+#define LF_REACTOR_CONCURRENT 1u
+
 typedef struct lf_reactor lf_reactor;
 typedef struct lf_handler lf_handler;
 typedef struct lf_timer lf_timer;
@@ -247,7 +259,9 @@ struct lf_reactor {
     LF__ATOMIC(int) lf__stopped;
     int lf__wakefd[2];               /* eventfd (both the same) or a pipe */
     LF__ATOMIC(int) lf__kick_pending; /* a wake-up is already on its way */
-    LF__ATOMIC(int) lf__sleeping;     /* the leader is (about to be) blocked */
+    LF__ATOMIC(int) lf__sleeping;     /* threads (about to be) blocked in the wait */
+    int lf__concurrent;               /* LF_REACTOR_CONCURRENT: many threads wait at once */
+    LF__ATOMIC(int) lf__running;      /* threads inside run/handle_events */
     /* the ready queue: handlers owning a dispatch that is not running yet */
     pthread_mutex_t lf__qlock;
     lf_handler *lf__qfirst, *lf__qlast;
@@ -651,7 +665,7 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
         }
         lf__fetch_add(&r->lf__n_timers, 1ULL, relaxed);
         if (lf__post(h, LF_EV_TIMEOUT))
-            lf__enqueue(r, h, 0); /* we are the leader: no one to wake */
+            lf__enqueue(r, h, r->lf__concurrent); /* single leader: no one to wake */
         else
             lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed);
     }
@@ -1083,7 +1097,7 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
             return 0;
 
         /* nothing in hand: say we are going to sleep, then look once more */
-        lf__store(&r->lf__sleeping, 1, seq_cst);
+        lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
         now = lf__now_ns();
         pthread_mutex_lock(&r->lf__tlock);
         next = lf__timers_expire(r, now);
@@ -1091,15 +1105,15 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
         r->lf__sleep_until = until;
         pthread_mutex_unlock(&r->lf__tlock);
         if (lf__pop_queue(r, ev)) {
-            lf__store(&r->lf__sleeping, 0, relaxed);
+            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
             return 0;
         }
         if (until_dl >= 0 && now >= until_dl) {
-            lf__store(&r->lf__sleeping, 0, relaxed);
+            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
             return ETIMEDOUT;
         }
         rc = lf__backend_wait(r, lf__ms_until(until, now));
-        lf__store(&r->lf__sleeping, 0, relaxed);
+        lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         if (rc)
             return rc;
     }
@@ -1114,6 +1128,65 @@ static inline void lf__interrupt(void *ctx)
     lf__kick(r);
 }
 
+/* ------------------------------------------------------------------ >>concurrent
+ * The pattern's relaxed serialization, first variant: no leader slot at all. Every
+ * thread waits in epoll_wait on the same set for one event; EPOLLONESHOT still gives
+ * each ready handle to exactly one of them, and the ownership rule still keeps timers
+ * and notifications away from a busy handler. Timers and the ready queue are shared,
+ * under their locks, by whichever thread looks first. */
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+
+static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct timespec *deadline)
+{
+    long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
+
+    for (;;) {
+        struct epoll_event e;
+        long long now, next, until;
+        int n;
+
+        if (lf__load(&r->lf__stopped, relaxed))
+            return ECANCELED;
+        if (lf__pop_queue(r, ev))
+            return 0;
+        lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
+        now = lf__now_ns();
+        pthread_mutex_lock(&r->lf__tlock);
+        next = lf__timers_expire(r, now);
+        until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
+        pthread_mutex_unlock(&r->lf__tlock);
+        if (lf__pop_queue(r, ev)) {
+            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
+            return 0;
+        }
+        if (until_dl >= 0 && now >= until_dl) {
+            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
+            return ETIMEDOUT;
+        }
+        n = epoll_wait(r->lf__epfd, &e, 1, lf__ms_until(until, now));
+        lf__fetch_add(&r->lf__sleeping, -1, relaxed);
+        if (n < 0 && errno != EINTR)
+            return errno;
+        if (n <= 0)
+            continue;
+        if (e.data.u64 == LF__WAKE_TAG) {
+            /* after stop the descriptor stays readable, so every waiter sees it */
+            if (!lf__load(&r->lf__stopped, seq_cst))
+                lf__wake_drain(r);
+            continue;
+        }
+        ev->fd = (int)(uint32_t)e.data.u64;
+        ev->u64 = e.data.u64 >> 32;
+        ev->events = ((e.events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
+                     ((e.events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
+                     ((e.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
+        if (ev->events == 0)
+            ev->events = LF_EV_CLOSE;
+        return 0;
+    }
+}
+
+#endif
 /* ------------------------------------------------------------------ >>api */
 
 static inline void lf__reclaim(struct rcu_head *head)
@@ -1131,15 +1204,21 @@ static inline void lf__reclaim(struct rcu_head *head)
 }
 
 /* Contract: any thread. Blocks every signal while liburcu's call_rcu worker is
- * created, so that thread never takes a signal meant for a signalfd or for you. */
-static inline int lf_reactor_init(lf_reactor *r)
+ * created, so that thread never takes a signal meant for a signalfd or for you.
+ * flags: 0, or LF_REACTOR_CONCURRENT (epoll only; ENOTSUP with poll/select). */
+static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
 {
     int rc;
     sigset_t all, old;
 
-    if (r == NULL)
+    if (r == NULL || (flags & ~LF_REACTOR_CONCURRENT))
         return EINVAL;
+#if LF_REACTOR_BACKEND != LF_REACTOR_EPOLL
+    if (flags & LF_REACTOR_CONCURRENT)
+        return ENOTSUP;
+#endif
     memset((void *)r, 0, sizeof *r);
+    r->lf__concurrent = (flags & LF_REACTOR_CONCURRENT) != 0;
     if ((rc = lf_pool_init(&r->pool)) != 0)
         return rc;
     r->src.ctx = r;
@@ -1172,6 +1251,11 @@ fail_table:
 fail_pool:
     lf_pool_destroy(&r->pool);
     return rc;
+}
+
+static inline int lf_reactor_init(lf_reactor *r)
+{
+    return lf_reactor_init_flags(r, 0);
 }
 
 static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t events, int sig)
@@ -1384,7 +1468,8 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
         h->lf__timers->lf__prev = t;
     h->lf__timers = t;
     lf__timer_insert(r, t);
-    earlier = r->lf__sleep_until < 0 || t->lf__when < r->lf__sleep_until;
+    /* with many sleepers there is no one wake-up time to compare: always wake one */
+    earlier = r->lf__concurrent || r->lf__sleep_until < 0 || t->lf__when < r->lf__sleep_until;
     pthread_mutex_unlock(&r->lf__tlock);
     lf__read_unlock();
     if (earlier)
@@ -1415,10 +1500,21 @@ static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
     if (r == NULL)
         return EINVAL;
     lf__rcu_enter();
-    if ((rc = lf_follower_init(&self, 0)) != 0)
+    lf__fetch_add(&r->lf__running, 1, relaxed);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    if (r->lf__concurrent) {
+        lf_event ev;
+        while ((rc = lf__wait_concurrent(r, &ev, deadline)) == 0)
+            lf__dispatch(r, &ev);
+        lf__fetch_add(&r->lf__running, -1, relaxed);
         return rc;
-    rc = lf_pool_join(&r->pool, &self, &r->src, deadline);
-    lf_follower_destroy(&self);
+    }
+#endif
+    if ((rc = lf_follower_init(&self, 0)) == 0) {
+        rc = lf_pool_join(&r->pool, &self, &r->src, deadline);
+        lf_follower_destroy(&self);
+    }
+    lf__fetch_add(&r->lf__running, -1, relaxed);
     return rc;
 }
 
@@ -1431,6 +1527,15 @@ static inline int lf_reactor_handle_events(lf_reactor *r, const struct timespec 
     if (r == NULL)
         return EINVAL;
     lf__rcu_enter();
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    if (r->lf__concurrent) {
+        lf__fetch_add(&r->lf__running, 1, relaxed);
+        if ((rc = lf__wait_concurrent(r, &ev, deadline)) == 0)
+            lf__dispatch(r, &ev);
+        lf__fetch_add(&r->lf__running, -1, relaxed);
+        return rc;
+    }
+#endif
     if ((rc = lf_follower_init(&self, 0)) != 0)
         return rc;
     if ((rc = lf_pool_lead(&r->pool, &self, deadline)) == 0) {
@@ -1455,7 +1560,14 @@ static inline int lf_reactor_stop(lf_reactor *r)
     if (r == NULL)
         return EINVAL;
     lf__store(&r->lf__stopped, 1, seq_cst);
-    lf__kick(r);
+    if (r->lf__concurrent) {
+        /* nobody drains it once stopped: it wakes every waiter, now and later */
+        static const uint64_t one = 1;
+        ssize_t n = write(r->lf__wakefd[1], &one, sizeof one);
+        (void)n;
+    } else {
+        lf__kick(r);
+    }
     return lf_pool_shutdown(&r->pool);
 }
 
@@ -1466,6 +1578,8 @@ static inline int lf_reactor_destroy(lf_reactor *r)
     int rc;
     if (r == NULL)
         return EINVAL;
+    if (lf__load(&r->lf__running, seq_cst) != 0)
+        return EBUSY;
     if ((rc = lf_pool_destroy(&r->pool)) != 0)
         return rc; /* EBUSY: threads still run it */
     lf__rcu_enter();

@@ -6,6 +6,7 @@
 #   make test POLICIES=HEAP CC=clang   a slice of the matrix with another compiler
 #   make test MODES=plain           skip the sanitizer runs
 #   make bench                      the benchmarks (bench/)
+#   make stress                     the reactor churn test, 60x longer, every variant
 #   make setup                      install what is missing (as root), or say how
 #
 # Build products live in build/<compiler>/, so gcc and clang builds sit side by side.
@@ -94,7 +95,7 @@ $(RESULTS)/compile/readme:
 RUN_compile += $(RESULTS)/compile/readme
 
 # ---------------------------------------------------------------- targets
-.PHONY: test setup bench clean summary $(addprefix run-,$(MODES)) run-compile
+.PHONY: test setup bench stress clean summary $(addprefix run-,$(MODES)) run-compile
 
 setup:
 	@test/setup.sh
@@ -113,6 +114,16 @@ summary:
 	 fail=$$(grep -rlx fail $(RESULTS) --include='*' 2>/dev/null | grep -vc '\.log$$'); \
 	 if [ "$$fail" -gt 0 ]; then echo "failed:"; grep -rlx fail $(RESULTS) | grep -v '\.log$$' | sed 's|^$(RESULTS)/|  |'; fi; \
 	 echo "$$pass passed, $$fail failed"; [ "$$fail" -eq 0 ]
+
+# Long stress, outside `make test`: the reactor churn test at STRESS_MULT times its
+# usual size for every policy x backend (60: some 2.3x10^7 messages and 10^7
+# dispatches per configuration and mode; about 20 minutes in all).
+STRESS_MULT ?= 60
+stress: setup
+	@rm -rf $(BUILD)/results/stress
+	@$(MAKE) --no-print-directory -j1 ENV_plain="LF_TEST_MULT=$(STRESS_MULT) LF_TEST_STALL_S=120" \
+	  RESULTS=$(BUILD)/results/stress $(foreach v,$(REACTOR_VARIANTS),$(BUILD)/results/stress/plain/t_reactor_stress.$v)
+	@grep -h "t_reactor_stress" $(BUILD)/results/stress/plain/*.log
 
 bench: setup
 	@bench/promote.sh $(BUILD)/bench

@@ -62,6 +62,8 @@
  *         Runs exactly once after lf_reactor_remove (or LF_REMOVE, or destroy), when no
  *         thread is inside the handler any more; afterwards the reactor closes the fd.
  *         It runs on liburcu's call_rcu thread: keep it short, free the handler here.
+ *   A handler must start zeroed (calloc, = {0}, or lf_handler_init) and may be
+ *   registered again, or freed, once its handle_close runs (EEXIST before that).
  *   After lf_reactor_register the reactor owns the fd: it closes it after
  *   handle_close. The fd number therefore cannot be reused while a stale event for
  *   the old handler may still be in flight; generation tags reject what is left.
@@ -211,7 +213,9 @@ struct lf_handler {
     /* read-only */
     int fd;
     /* private */
-    lf_reactor *lf__r;
+    /* the reactor it is registered with, from registration until its handle_close
+     * is about to run (so also while a removal is pending): NULL = free to register */
+    LF__ATOMIC(lf_reactor *) lf__r;
     uint32_t lf__gen;  /* tags this registration's events */
     uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest */
     int lf__signalfd;  /* readable means LF_EV_SIGNAL */
@@ -277,7 +281,7 @@ struct lf_reactor {
     struct epoll_event lf__ev[LF_REACTOR_BATCH];
     int lf__evn, lf__evi;
 #else
-    int lf__scan; /* rotating start of the scan: no low-fd bias */
+    unsigned lf__scan; /* rotating start of the harvest: no low-fd bias */
     int lf__cap;  /* capacity of the arrays below (table size + 1) */
     int *lf__cfd; /* candidates of the next wait: armed handles and their tags */
     uint32_t *lf__cgen;
@@ -621,6 +625,17 @@ static inline int lf__timer_before(const lf__heap_node *a, const lf__heap_node *
     return ta->lf__seq < tb->lf__seq;
 }
 
+static inline void lf_handler_init(lf_handler *h, int (*handle_event)(lf_handler *, int, uint32_t),
+                                   void (*handle_close)(lf_handler *))
+{
+    if (h) {
+        memset((void *)h, 0, sizeof *h);
+        h->handle_event = handle_event;
+        h->handle_close = handle_close;
+        h->fd = -1;
+    }
+}
+
 static inline void lf_timer_init(lf_timer *t)
 {
     if (t)
@@ -776,7 +791,7 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
  * Both keep an "active set": the handles whose LF__ARMED bit is set. The leader
  * collects the armed handles, waits, and disarms each one it reports (that is the
  * deactivation); lf__rearm sets the bit again and wakes a leader that is blocked
- * without it. The collection starts at a rotating fd, so low fds are not favoured. */
+ * without it. The harvest starts at a rotating handle, so low fds are not favoured. */
 
 static inline void lf__backend_close(lf_reactor *r)
 {
@@ -859,8 +874,7 @@ static inline int lf__collect(lf_reactor *r)
         return rc;
     }
     r->lf__cn = 0;
-    for (int i = 0; i < t->n; i++) {
-        int fd = (r->lf__scan + i) % t->n;
+    for (int fd = 0; fd < t->n; fd++) {
         lf_handler *h = __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE);
         if (h && (lf__load(&h->lf__state, seq_cst) & (LF__ARMED | LF__REMOVED)) == LF__ARMED) {
             r->lf__cfd[r->lf__cn] = fd;
@@ -868,9 +882,18 @@ static inline int lf__collect(lf_reactor *r)
             r->lf__cn++;
         }
     }
-    r->lf__scan = t->n ? (r->lf__scan + 1) % t->n : 0;
     lf__read_unlock();
     return 0;
+}
+
+/* Leader: where the harvest of this wait starts among the candidates. It moves by
+ * one handle per wait, so over any cn waits every handle is first once: ready
+ * handles are served in rotating order and the highest fd is not always last. */
+static inline int lf__harvest_start(lf_reactor *r)
+{
+    int start = r->lf__cn ? (int)((unsigned)r->lf__scan % (unsigned)r->lf__cn) : 0;
+    r->lf__scan++;
+    return start;
 }
 
 /* Leader: disarm a reported handle and keep its event for the coming turns. */
@@ -925,7 +948,8 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
     r->lf__rn = r->lf__ri = 0;
     if (r->lf__pfd[r->lf__cn].revents)
         lf__wake_drain(r);
-    for (int i = 0; i < r->lf__cn; i++) {
+    for (int k = 0, start = lf__harvest_start(r); k < r->lf__cn; k++) {
+        int i = (start + k) % r->lf__cn;
         short re = r->lf__pfd[i].revents;
         if (re == 0)
             continue;
@@ -980,7 +1004,8 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
     r->lf__rn = r->lf__ri = 0;
     if (FD_ISSET(r->lf__wakefd[0], &rs))
         lf__wake_drain(r);
-    for (int i = 0; i < r->lf__cn; i++) {
+    for (int k = 0, start = lf__harvest_start(r); k < r->lf__cn; k++) {
+        int i = (start + k) % r->lf__cn;
         int fd = r->lf__cfd[i];
         /* select reports errors and hang-ups as readable: the read says which */
         uint32_t ev = (FD_ISSET(fd, &rs) ? LF_EV_READ : 0u) | (FD_ISSET(fd, &ws) ? LF_EV_WRITE : 0u);
@@ -1195,8 +1220,8 @@ static inline void lf__reclaim(struct rcu_head *head)
     int fd;
     LF__GP_RECLAIM(); /* before the first access: the grace period orders them all */
     fd = h->fd;
-    /* h->lf__r stays: a late lf_reactor_remove still finds the slot empty (ENOENT),
-     * and writing it here would race with that read */
+    /* free for a new registration from here on, also from inside handle_close */
+    lf__store(&h->lf__r, (lf_reactor *)NULL, release);
     if (h->handle_close)
         h->handle_close(h); /* may free h: nothing of it is touched afterwards */
     close(fd);
@@ -1277,9 +1302,12 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     lf__rcu_enter();
     pthread_mutex_lock(&r->lf__reglock);
     cur = lf__lookup(r, fd);
-    if (cur != NULL || (h->lf__r == r && lf__lookup(r, h->fd) == h)) {
+    /* acquire: pairs with the release in lf__reclaim, whose accesses to h are then
+     * done before we reuse it */
+    if (cur != NULL || lf__load(&h->lf__r, acquire) != NULL) {
         pthread_mutex_unlock(&r->lf__reglock);
-        return EEXIST; /* the fd has a handler, or h is registered (on another fd) */
+        return EEXIST; /* the fd has a handler, or h is in use (here, elsewhere, or its
+                        * removal has not reached handle_close yet) */
     }
     if ((rc = lf__table_fit(r, fd)) != 0) {
         pthread_mutex_unlock(&r->lf__reglock);
@@ -1295,9 +1323,9 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     h->lf__queued = 0;
     h->lf__timers = NULL;
     h->lf__signalfd = sig;
-    h->lf__r = r;
+    lf__store(&h->lf__r, r, relaxed); /* published with the table slot below */
     if ((rc = lf__backend_add(r, h)) != 0) {
-        h->lf__r = NULL;
+        lf__store(&h->lf__r, (lf_reactor *)NULL, relaxed);
         pthread_mutex_unlock(&r->lf__reglock);
         return rc; /* e.g. EPERM: epoll cannot watch regular files */
     }
@@ -1342,7 +1370,7 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h)
     lf_timer *t;
 
     pthread_mutex_lock(&r->lf__reglock);
-    if (h->lf__r != r || lf__lookup(r, h->fd) != h) {
+    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
         pthread_mutex_unlock(&r->lf__reglock);
         return ENOENT;
     }
@@ -1385,7 +1413,7 @@ static inline int lf_reactor_deactivate(lf_reactor *r, lf_handler *h)
         return EINVAL;
     lf__rcu_enter();
     lf__read_lock();
-    if (h->lf__r != r || lf__lookup(r, h->fd) != h)
+    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h)
         rc = ENOENT;
     else
         lf__fetch_or(&h->lf__state, LF__SUSPENDED, seq_cst);
@@ -1402,7 +1430,7 @@ static inline int lf_reactor_reactivate(lf_reactor *r, lf_handler *h)
         return EINVAL;
     lf__rcu_enter();
     lf__read_lock();
-    if (h->lf__r != r || lf__lookup(r, h->fd) != h) {
+    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
         rc = ENOENT;
     } else if (lf__dispatching == h) {
         lf__dispatching = NULL; /* tells lf__run the hold is released */
@@ -1426,7 +1454,7 @@ static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t event
         return EINVAL;
     lf__rcu_enter();
     lf__read_lock();
-    if (h->lf__r != r || lf__lookup(r, h->fd) != h) {
+    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
         rc = ENOENT;
     } else {
         lf__fetch_add(&r->lf__n_notified, 1ULL, relaxed);
@@ -1451,7 +1479,7 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
     pthread_mutex_lock(&r->lf__tlock);
     /* checked under the timer lock: lf__remove marks h before it cancels h's timers
      * under this lock, so a timer is never left armed for a removed handler */
-    if (h->lf__r != r || lf__lookup(r, h->fd) != h ||
+    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h ||
         (lf__load(&h->lf__state, seq_cst) & LF__REMOVED)) {
         pthread_mutex_unlock(&r->lf__tlock);
         lf__read_unlock();

@@ -106,14 +106,17 @@ static inline void lft_start(const char *name, long stall_s)
     pthread_detach(t);
 }
 
-/* Work sizes are divided by LF_TEST_SCALE (set by the sanitizer builds). */
+/* Work sizes are divided by LF_TEST_SCALE (set by the sanitizer builds) and
+ * multiplied by LF_TEST_MULT (set by `make stress` for long runs). */
 static inline long long lft_scaled(long long n)
 {
-    const char *env = getenv("LF_TEST_SCALE");
-    long long s = env ? atoll(env) : 1;
+    const char *env = getenv("LF_TEST_SCALE"), *mult = getenv("LF_TEST_MULT");
+    long long s = env ? atoll(env) : 1, m = mult ? atoll(mult) : 1;
     if (s < 1)
         s = 1;
-    return n / s > 0 ? n / s : 1;
+    if (m < 1)
+        m = 1;
+    return n * m / s > 0 ? n * m / s : 1;
 }
 
 /* A small deterministic PRNG (xorshift64*), one state per thread. */

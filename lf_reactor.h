@@ -274,6 +274,7 @@ struct lf_reactor {
     lf__heap lf__theap;
     unsigned long long lf__tseq;
     long long lf__sleep_until; /* when the blocked leader wakes by itself; -1: never */
+    LF__ATOMIC(long long) lf__next_timer; /* earliest expiry, -1: none (a hint) */
     /* leader-only state (only the leader touches it: no lock) */
     int lf__prefer_queue;
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
@@ -658,8 +659,11 @@ static inline void lf__timer_unarm(lf_reactor *r, lf_timer *t)
 /* lf__tlock held: (re)insert an armed timer at its time. */
 static inline void lf__timer_insert(lf_reactor *r, lf_timer *t)
 {
+    long long next = lf__load(&r->lf__next_timer, relaxed);
     t->lf__seq = r->lf__tseq++;
     lf__heap_insert(&r->lf__theap, &t->lf__node);
+    if (next < 0 || t->lf__when < next)
+        lf__store(&r->lf__next_timer, t->lf__when, relaxed);
 }
 
 /* Leader, lf__tlock held: fire what is due; returns the next expiry or -1. */
@@ -684,7 +688,21 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
         else
             lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed);
     }
+    lf__store(&r->lf__next_timer, n ? LF__TIMER_OF(n)->lf__when : -1LL, relaxed);
     return n ? LF__TIMER_OF(n)->lf__when : -1;
+}
+
+/* Leader, every turn: fire due timers even while the ready queue and the harvested
+ * events keep it busy (else a stream of work starves them). One clock read and one
+ * relaxed load when nothing is due. */
+static inline void lf__timers_due(lf_reactor *r)
+{
+    long long next = lf__load(&r->lf__next_timer, relaxed), now;
+    if (next < 0 || (now = lf__now_ns()) < next)
+        return;
+    pthread_mutex_lock(&r->lf__tlock);
+    lf__timers_expire(r, now);
+    pthread_mutex_unlock(&r->lf__tlock);
 }
 
 /* ------------------------------------------------------------------ >>epoll
@@ -1049,13 +1067,24 @@ static inline void lf__release(lf_reactor *r, lf_handler *h)
 /* The owner runs h once with everything pending (under the read lock). */
 static inline void lf__run(lf_reactor *r, lf_handler *h)
 {
-    uint32_t st = lf__fetch_and(&h->lf__state, ~LF__PENDING, acquire);
-    uint32_t events = st & LF__PENDING;
+    uint32_t st = lf__load(&h->lf__state, relaxed), events;
     lf_handler *outer = lf__dispatching;
     int rc;
 
-    if (st & LF__REMOVED)
-        return; /* removed: no dispatch may start any more */
+    for (;;) {
+        if (st & LF__REMOVED)
+            return; /* removed: no dispatch may start any more */
+        if (st & LF__SUSPENDED) {
+            /* deactivated after this dispatch was claimed: do not start it. Give the
+             * ownership back and leave the events pending for lf_reactor_reactivate */
+            if (lf__cas(&h->lf__state, &st, st & ~LF__BUSY))
+                return;
+            continue;
+        }
+        if (lf__cas(&h->lf__state, &st, st & ~LF__PENDING))
+            break;
+    }
+    events = st & LF__PENDING;
     if (events == 0) {
         lf__release(r, h);
         return;
@@ -1113,6 +1142,7 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
 
         if (lf__load(&r->lf__stopped, relaxed))
             return EINTR; /* the pool sees its shutdown flag and ends the join */
+        lf__timers_due(r);
         /* alternate the two sources, so a stream of notifications cannot starve I/O
          * (nor the reverse) */
         r->lf__prefer_queue ^= 1;
@@ -1172,6 +1202,7 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
 
         if (lf__load(&r->lf__stopped, relaxed))
             return ECANCELED;
+        lf__timers_due(r);
         if (lf__pop_queue(r, ev))
             return 0;
         lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
@@ -1251,6 +1282,7 @@ static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
     r->src.dispatch = lf__dispatch;
     r->src.interrupt = lf__interrupt;
     r->lf__sleep_until = -1;
+    lf__store(&r->lf__next_timer, -1LL, relaxed);
     r->lf__theap.before = lf__timer_before;
     if ((r->lf__tab = lf__table_new(64)) == NULL) {
         rc = ENOMEM;

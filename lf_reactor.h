@@ -265,6 +265,7 @@ struct lf_reactor {
     LF__ATOMIC(int) lf__kick_pending; /* a wake-up is already on its way */
     LF__ATOMIC(int) lf__sleeping;     /* threads (about to be) blocked in the wait */
     int lf__concurrent;               /* LF_REACTOR_CONCURRENT: many threads wait at once */
+    LF__ATOMIC(unsigned) lf__cturn;   /* concurrent: alternates queue-first / I/O-first */
     LF__ATOMIC(int) lf__running;      /* threads inside run/handle_events */
     /* the ready queue: handlers owning a dispatch that is not running yet */
     pthread_mutex_t lf__qlock;
@@ -609,6 +610,15 @@ static inline int lf__pop_queue(lf_reactor *r, lf_event *ev)
     }
     pthread_mutex_unlock(&r->lf__qlock);
     return h != NULL;
+}
+
+static inline int lf__queue_busy(lf_reactor *r)
+{
+    int busy;
+    pthread_mutex_lock(&r->lf__qlock);
+    busy = r->lf__qfirst != NULL;
+    pthread_mutex_unlock(&r->lf__qlock);
+    return busy;
 }
 
 /* ------------------------------------------------------------------ >>timers
@@ -1148,7 +1158,18 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
         r->lf__prefer_queue ^= 1;
         if (r->lf__prefer_queue && lf__pop_queue(r, ev))
             return 0;
-        if (lf__pop_io(r, ev) || lf__pop_queue(r, ev))
+        if (lf__pop_io(r, ev))
+            return 0;
+        /* an I/O turn with nothing harvested while the queue is busy: look at the
+         * handles without blocking first, or handlers that keep notifying themselves
+         * would keep everybody else's I/O from ever being harvested */
+        if (!r->lf__prefer_queue && lf__queue_busy(r)) {
+            if ((rc = lf__backend_wait(r, 0)) != 0)
+                return rc;
+            if (lf__pop_io(r, ev))
+                return 0;
+        }
+        if (lf__pop_queue(r, ev))
             return 0;
 
         /* nothing in hand: say we are going to sleep, then look once more */
@@ -1203,6 +1224,15 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
         if (lf__load(&r->lf__stopped, relaxed))
             return ECANCELED;
         lf__timers_due(r);
+        /* every other turn looks at the handles first (without blocking), so a busy
+         * ready queue cannot starve I/O */
+        if ((lf__fetch_add(&r->lf__cturn, 1u, relaxed) & 1u) && lf__queue_busy(r)) {
+            n = epoll_wait(r->lf__epfd, &e, 1, 0);
+            if (n == 1 && e.data.u64 != LF__WAKE_TAG)
+                goto got_event;
+            if (n == 1 && !lf__load(&r->lf__stopped, seq_cst))
+                lf__wake_drain(r);
+        }
         if (lf__pop_queue(r, ev))
             return 0;
         lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
@@ -1231,6 +1261,7 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
                 lf__wake_drain(r);
             continue;
         }
+    got_event:
         ev->fd = (int)(uint32_t)e.data.u64;
         ev->u64 = e.data.u64 >> 32;
         ev->events = ((e.events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |

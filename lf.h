@@ -342,6 +342,20 @@ static inline int lf_deadline_in(struct timespec *ts, long long ns)
     return 0;
 }
 
+/* A condition variable that times out on CLOCK_MONOTONIC, like our deadlines. */
+static inline int lf__cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t a;
+    int rc = pthread_condattr_init(&a);
+    if (rc)
+        return rc;
+    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(c, &a);
+    pthread_condattr_destroy(&a);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ >>heap
  * A pointer-linked complete binary tree. The path from the root to position k
  * (1-based, breadth-first) is spelled by the bits of k below its top bit: 0 = left,
@@ -507,19 +521,6 @@ static inline void lf__post_unlocked(lf_follower *f)
  * its record) before the signal is complete. */
 #if LF_SYNC == LF_SYNC_PTHREAD && LF_PROMOTE != LF_PROMOTE_CONDVAR
 
-static inline int lf__cond_init_monotonic(pthread_cond_t *c)
-{
-    pthread_condattr_t a;
-    int rc = pthread_condattr_init(&a);
-    if (rc)
-        return rc;
-    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(c, &a);
-    pthread_condattr_destroy(&a);
-    return rc;
-}
-
 static inline int lf__sync_init(lf_follower *f)
 {
     return lf__cond_init_monotonic(&f->lf__cond);
@@ -658,19 +659,6 @@ static inline lf_follower *lf__set_pop(lf_pool *p)
  * that finishes processing meanwhile parks instead of barging in, so a promotion
  * really hands leadership to a follower, as in the other policies. */
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
-
-static inline int lf__cond_init_monotonic(pthread_cond_t *c)
-{
-    pthread_condattr_t a;
-    int rc = pthread_condattr_init(&a);
-    if (rc)
-        return rc;
-    rc = pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    if (rc == 0)
-        rc = pthread_cond_init(c, &a);
-    pthread_condattr_destroy(&a);
-    return rc;
-}
 
 static inline int lf__sync_init(lf_follower *f)
 {

@@ -782,6 +782,17 @@ static inline void lf__rearm(lf_reactor *r, lf_handler *h)
     epoll_ctl(r->lf__epfd, EPOLL_CTL_MOD, h->fd, &e);
 }
 
+static inline void lf__from_os(const struct epoll_event *e, lf_event *ev)
+{
+    ev->fd = (int)(uint32_t)e->data.u64;
+    ev->u64 = e->data.u64 >> 32;
+    ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
+                 ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
+                 ((e->events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
+    if (ev->events == 0)
+        ev->events = LF_EV_CLOSE;
+}
+
 /* Leader: the next harvested event, if any. */
 static inline int lf__pop_io(lf_reactor *r, lf_event *ev)
 {
@@ -791,13 +802,7 @@ static inline int lf__pop_io(lf_reactor *r, lf_event *ev)
             lf__wake_drain(r);
             continue;
         }
-        ev->fd = (int)(uint32_t)e->data.u64;
-        ev->u64 = e->data.u64 >> 32;
-        ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
-                     ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
-                     ((e->events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
-        if (ev->events == 0)
-            ev->events = LF_EV_CLOSE;
+        lf__from_os(e, ev);
         return 1;
     }
     return 0;
@@ -1139,6 +1144,33 @@ static inline long long lf__ts_ns(const struct timespec *ts)
     return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
 }
 
+/* Before a waiting thread blocks: count it as sleeping (so work posted from now on
+ * wakes it), fire due timers, and look at the queue once more. Returns 0 with *ev
+ * filled, ETIMEDOUT, or EAGAIN: block for *ms (-1: until woken), then uncount. */
+static inline int lf__before_sleep(lf_reactor *r, lf_event *ev, long long until_dl, int *ms)
+{
+    long long now, next, until;
+
+    lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
+    now = lf__now_ns();
+    pthread_mutex_lock(&r->lf__tlock);
+    next = lf__timers_expire(r, now);
+    until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
+    if (!r->lf__concurrent) /* with many sleepers there is no one wake-up time */
+        r->lf__sleep_until = until;
+    pthread_mutex_unlock(&r->lf__tlock);
+    if (lf__pop_queue(r, ev)) {
+        lf__fetch_add(&r->lf__sleeping, -1, relaxed);
+        return 0;
+    }
+    if (until_dl >= 0 && now >= until_dl) {
+        lf__fetch_add(&r->lf__sleeping, -1, relaxed);
+        return ETIMEDOUT;
+    }
+    *ms = lf__ms_until(until, now);
+    return EAGAIN;
+}
+
 /* The leader's wait: one event per call, from the ready queue, from what the last
  * system call harvested, or from a new one. */
 static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadline)
@@ -1147,8 +1179,7 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
     long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
 
     for (;;) {
-        long long now, next, until;
-        int rc;
+        int rc, ms;
 
         if (lf__load(&r->lf__stopped, relaxed))
             return EINTR; /* the pool sees its shutdown flag and ends the join */
@@ -1172,23 +1203,10 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
         if (lf__pop_queue(r, ev))
             return 0;
 
-        /* nothing in hand: say we are going to sleep, then look once more */
-        lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
-        now = lf__now_ns();
-        pthread_mutex_lock(&r->lf__tlock);
-        next = lf__timers_expire(r, now);
-        until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
-        r->lf__sleep_until = until;
-        pthread_mutex_unlock(&r->lf__tlock);
-        if (lf__pop_queue(r, ev)) {
-            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
-            return 0;
-        }
-        if (until_dl >= 0 && now >= until_dl) {
-            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
-            return ETIMEDOUT;
-        }
-        rc = lf__backend_wait(r, lf__ms_until(until, now));
+        /* nothing in hand: block */
+        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
+            return rc;
+        rc = lf__backend_wait(r, ms);
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         if (rc)
             return rc;
@@ -1218,8 +1236,7 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
 
     for (;;) {
         struct epoll_event e;
-        long long now, next, until;
-        int n;
+        int n, rc, ms;
 
         if (lf__load(&r->lf__stopped, relaxed))
             return ECANCELED;
@@ -1235,21 +1252,9 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
         }
         if (lf__pop_queue(r, ev))
             return 0;
-        lf__fetch_add(&r->lf__sleeping, 1, seq_cst);
-        now = lf__now_ns();
-        pthread_mutex_lock(&r->lf__tlock);
-        next = lf__timers_expire(r, now);
-        until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
-        pthread_mutex_unlock(&r->lf__tlock);
-        if (lf__pop_queue(r, ev)) {
-            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
-            return 0;
-        }
-        if (until_dl >= 0 && now >= until_dl) {
-            lf__fetch_add(&r->lf__sleeping, -1, relaxed);
-            return ETIMEDOUT;
-        }
-        n = epoll_wait(r->lf__epfd, &e, 1, lf__ms_until(until, now));
+        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
+            return rc;
+        n = epoll_wait(r->lf__epfd, &e, 1, ms);
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         if (n < 0 && errno != EINTR)
             return errno;
@@ -1262,13 +1267,7 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
             continue;
         }
     got_event:
-        ev->fd = (int)(uint32_t)e.data.u64;
-        ev->u64 = e.data.u64 >> 32;
-        ev->events = ((e.events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
-                     ((e.events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
-                     ((e.events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
-        if (ev->events == 0)
-            ev->events = LF_EV_CLOSE;
+        lf__from_os(&e, ev);
         return 0;
     }
 }

@@ -119,6 +119,33 @@ static inline long long lft_scaled(long long n)
     return n * m / s > 0 ? n * m / s : 1;
 }
 
+/* Poll `cond` every millisecond for up to `ms` ms; `ok` says whether it became true.
+ * Waiting counts as progress for the watchdog: the bound is the caller's. */
+#define WAIT_FOR(ok, cond, ms)                                                          \
+    do {                                                                                \
+        double wf_end_ = lft_now() + (ms) / 1000.0;                                     \
+        while (!((ok) = !!(cond)) && lft_now() < wf_end_) {                             \
+            lft_sleep_ms(1);                                                            \
+            lft_progress();                                                             \
+        }                                                                               \
+    } while (0)
+
+/* Poll until cond holds, failing with `what` after AWAIT_S seconds. The bound only
+ * turns a hang into a clear failure: what is awaited is due within milliseconds. */
+#define AWAIT_S 10.0
+#define AWAIT(cond, what)                                                               \
+    do {                                                                                \
+        double aw_t0_ = lft_now();                                                      \
+        while (!(cond)) {                                                               \
+            if (lft_now() - aw_t0_ > AWAIT_S) {                                         \
+                fprintf(stderr, "%s:%d: gave up after %.0f s waiting for: %s\n",         \
+                        __FILE__, __LINE__, AWAIT_S, what);                             \
+                exit(1);                                                                \
+            }                                                                           \
+            lft_sleep_ms(1);                                                            \
+        }                                                                               \
+    } while (0)
+
 /* A small deterministic PRNG (xorshift64*), one state per thread. */
 static inline unsigned long long lft_rand(unsigned long long *s)
 {

@@ -21,16 +21,6 @@
 
 static lf_reactor R;
 
-/* Poll `cond` every millisecond for up to `ms` ms; `ok` says whether it became true. */
-#define WAIT_FOR(ok, cond, ms)                                                          \
-    do {                                                                                \
-        double wf_end_ = lft_now() + (ms) / 1000.0;                                     \
-        while (!((ok) = !!(cond)) && lft_now() < wf_end_) {                             \
-            lft_sleep_ms(1);                                                            \
-            lft_progress();                                                             \
-        }                                                                               \
-    } while (0)
-
 static void set_nonblock(int fd)
 {
     int fl = fcntl(fd, F_GETFL);

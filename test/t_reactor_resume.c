@@ -31,22 +31,6 @@
 
 #include <sys/socket.h>
 
-#define AWAIT_S 10.0
-
-/* Poll until cond holds; the bound only turns a hang into a clear failure. */
-#define AWAIT(cond, what)                                                               \
-    do {                                                                                \
-        double aw_t0_ = lft_now();                                                      \
-        while (!(cond)) {                                                               \
-            if (lft_now() - aw_t0_ > AWAIT_S) {                                         \
-                fprintf(stderr, "%s:%d: gave up after %.0f s waiting for: %s\n",         \
-                        __FILE__, __LINE__, AWAIT_S, what);                             \
-                exit(1);                                                                \
-            }                                                                           \
-            lft_sleep_ms(1);                                                            \
-        }                                                                               \
-    } while (0)
-
 enum { MODE_KEEP, MODE_RESUMED };
 
 typedef struct rh {

@@ -36,22 +36,6 @@
 #include <sys/socket.h>
 
 #define MS 1000000LL
-#define AWAIT_S 10.0
-
-/* Poll until cond holds. The bound only turns a hang into a clear failure: every
- * awaited event is due within milliseconds. */
-#define AWAIT(cond, what)                                                               \
-    do {                                                                                \
-        double aw_t0_ = lft_now();                                                      \
-        while (!(cond)) {                                                               \
-            if (lft_now() - aw_t0_ > AWAIT_S) {                                         \
-                fprintf(stderr, "%s:%d: gave up after %.0f s waiting for: %s\n",         \
-                        __FILE__, __LINE__, AWAIT_S, what);                             \
-                exit(1);                                                                \
-            }                                                                           \
-            lft_sleep_ms(1);                                                            \
-        }                                                                               \
-    } while (0)
 
 static long long now_ns(void)
 {

@@ -83,10 +83,13 @@
  *       EBUSY while threads run it. Removes every handler left (handle_close runs,
  *       fds are closed), waits for deferred closes, frees everything.
  *   int lf_reactor_register(r, h, fd, events)
- *       events: LF_EV_READ and/or LF_EV_WRITE, or 0 for a handler that only gets
- *       timers and notifications... no: 0 is EINVAL; use lf_reactor_notify on a
- *       registered handler. EBADF invalid fd, EEXIST fd already registered or h in
- *       use, EINVAL bad mask / NULL hook, ECANCELED after stop.
+ *       events: LF_EV_READ and/or LF_EV_WRITE (timers, notifications and signals
+ *       need no interest bits). EBADF invalid fd, EEXIST fd already registered or h
+ *       in use, EINVAL empty or unknown mask or NULL hook (select: also fd >=
+ *       FD_SETSIZE), ECANCELED after stop, or what the backend says (epoll: EPERM
+ *       for a regular file).
+ *   void lf_handler_init(h, handle_event, handle_close) / void lf_timer_init(t)
+ *       Zero a caller-owned record and set its hooks.
  *   int lf_reactor_remove(r, h)
  *       From any thread, also inside h's own handle_event. When it returns, no event
  *       is claimed for h any more; it does not wait for a dispatch that claimed h
@@ -117,6 +120,9 @@
  *       it. 0, ETIMEDOUT or ECANCELED.
  *   int lf_reactor_stop(r)                         every running thread returns.
  *   int lf_reactor_stats(r, struct lf_reactor_stats *out)
+ *       Counters (dispatched, stale events dropped, events deferred to a busy
+ *       handler, timer expiries, notifications, leader wake-ups, registrations,
+ *       removals) and the pool's roles. With LF_REACTOR_CONCURRENT the pool is idle.
  *   const char *lf_reactor_backend_name(void)     "epoll", "poll" or "select"
  *
  * LIMITS
@@ -128,6 +134,11 @@
  *     with epoll_wait/poll (deadlines are rounded up, never fire early).
  *   - No allocation per event. Registration may grow the table (allocation);
  *     poll/select grow their descriptor arrays with it.
+ *   - lf_reactor_notify takes the ready queue's mutex for a few instructions; it
+ *     never waits for a handler or a descriptor.
+ *   - The per-thread RCU registration flag is a weak symbol (gcc/clang, ELF).
+ *   - Several handle sets sharing one pool's threads (each set with its own leader
+ *     drawn from a common follower set) are not offered: use a pool per set.
  */
 #ifndef LF_REACTOR_EPOLL
 #define LF_REACTOR_EPOLL 1

@@ -1605,6 +1605,7 @@ static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     if (r->lf__concurrent) {
         lf_event ev;
+        memset(&ev, 0, sizeof ev); /* filled by every successful wait; quiets gcc */
         while ((rc = lf__wait_concurrent(r, &ev, deadline)) == 0)
             lf__dispatch(r, &ev);
         lf__fetch_add(&r->lf__running, -1, relaxed);

@@ -62,6 +62,9 @@
  *         Runs exactly once after lf_reactor_remove (or LF_REMOVE, or destroy), when no
  *         thread is inside the handler any more; afterwards the reactor closes the fd.
  *         It runs on liburcu's call_rcu thread: keep it short, free the handler here.
+ *   Readiness is a hint: a dispatch with LF_EV_READ may find nothing to read (an
+ *   event that arrived while the handler was busy and the re-arm after it can report
+ *   the same data), so use non-blocking fds and treat EAGAIN as "nothing yet".
  *   A handler must start zeroed (calloc, = {0}, or lf_handler_init) and may be
  *   registered again, or freed, once its handle_close runs (EEXIST before that).
  *   After lf_reactor_register the reactor owns the fd: it closes it after

@@ -77,6 +77,7 @@
  *       follower until promoted. 0: the caller leads and must eventually call
  *       lf_pool_promote or lf_pool_leave. ETIMEDOUT: the deadline passed while it
  *       followed (it is no longer in the pool). ECANCELED: the pool is shut down.
+ *       EINTR: lf_pool_notify(p, f) was called (the caller is not in the pool).
  *       EINVAL: bad arguments, or f already leads or follows.
  *   int lf_pool_promote(lf_pool *p, lf_follower *f)
  *       The leader f hands leadership to the next follower in policy order and becomes
@@ -92,7 +93,18 @@
  *       retried by the same leader. A non-zero s->dispatch is counted in
  *       stats.dispatch_errors and the thread carries on. Returns ECANCELED once the pool
  *       is shut down, ETIMEDOUT when the deadline passes (a leader hands leadership on
- *       first: leadership is never lost), or the error s->wait returned.
+ *       first: leadership is never lost), EINTR after lf_pool_notify(p, f), or the
+ *       error s->wait returned.
+ *   int lf_pool_notify(lf_pool *p, lf_follower *f)
+ *       Specific Notification for any reason but leadership (e.g. "your reply is
+ *       here", lf_bound.h): if f is parked as a follower it leaves the follower set
+ *       and its lf_pool_lead/join returns EINTR; if it is not parked, its next
+ *       lf_pool_lead/join returns EINTR at once, so no notification is lost between
+ *       checking a condition and parking. LIFO/FIFO/HEAP wake only f; CONDVAR must
+ *       broadcast (its followers share one condition variable). Counted in
+ *       stats.notifications. Returns 0 if f was parked (and is woken), EBUSY if it
+ *       was not (it may be the leader: waking its s->wait is then the caller's
+ *       business), EINVAL for bad arguments.
  *   int lf_pool_shutdown(lf_pool *p)
  *       Every follower wakes with ECANCELED, a leader blocked in s->wait is interrupted
  *       through s->interrupt, and every later lead/join returns ECANCELED. Idempotent.
@@ -104,6 +116,7 @@
  *       "LIFO", "FIFO", "HEAP" or "CONDVAR"; "futex" or "pthread".
  *   int lf_deadline_in(struct timespec *ts, long long ns)
  *       ts = now (CLOCK_MONOTONIC) + ns.
+ *   LF_VERSION "0.1.0", and LF_VERSION_MAJOR, _MINOR, _PATCH as integers.
  *
  * THE EVENT SOURCE (lf_source, caller-owned, must outlive every join that uses it)
  *   wait(ctx, ev, deadline)  called by the leader only, so it needs no locking of its
@@ -126,6 +139,12 @@
  *   - lf_pool_shutdown is final; make a new pool to start again.
  */
 #ifndef LF_PROMOTE_LIFO
+/* The toolkit's version (all three headers share it; lf.pc and lfConfigVersion.cmake
+ * carry the same number). */
+#define LF_VERSION_MAJOR 0
+#define LF_VERSION_MINOR 1
+#define LF_VERSION_PATCH 0
+#define LF_VERSION "0.1.0"
 #define LF_PROMOTE_LIFO 1
 #define LF_PROMOTE_FIFO 2
 #define LF_PROMOTE_HEAP 3
@@ -183,6 +202,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #if !defined(CLOCK_MONOTONIC)
@@ -258,6 +278,7 @@ struct lf_pool_stats {
     unsigned long long leads;             /* times a thread became the leader */
     unsigned long long timeouts;          /* lead/join calls ended by their deadline */
     unsigned long long dispatch_errors;   /* dispatch callbacks that returned non-zero */
+    unsigned long long notifications;     /* lf_pool_notify calls */
     unsigned leader;                      /* 0 or 1, now */
     unsigned followers;                   /* parked now */
     unsigned processing;                  /* promoted leaders not yet back, now */
@@ -277,13 +298,14 @@ typedef struct lf__heap {
 } lf__heap;
 
 enum { LF__NONE = 0, LF__FOLLOWER, LF__LEADER, LF__PROCESSING };
-enum { LF__WAITING = 0, LF__WAKE_LEAD = 1, LF__WAKE_SHUTDOWN = 2 };
+enum { LF__WAITING = 0, LF__WAKE_LEAD = 1, LF__WAKE_SHUTDOWN = 2, LF__WAKE_NOTIFY = 3 };
 
 struct lf_follower {
     /* public */
     int priority; /* LF_PROMOTE_HEAP: higher is promoted first */
     /* private */
     int lf__role;                 /* LF__NONE..LF__PROCESSING, under the pool lock */
+    int lf__notified;             /* lf_pool_notify not yet reported, under the pool lock */
     LF__ATOMIC(uint32_t) lf__word; /* LF__WAITING / _WAKE_LEAD / _WAKE_SHUTDOWN */
     const lf_source *lf__src;      /* the source this thread will wait on as leader */
 #if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
@@ -307,7 +329,7 @@ struct lf_pool {
 #if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
     lf_follower *lf__first, *lf__last;
 #elif LF_PROMOTE == LF_PROMOTE_HEAP
-    lf__heap lf__heap;
+    struct lf__heap lf__heap; /* (C++: a member may not reuse a type name unqualified) */
     unsigned long long lf__seq;
 #else
     pthread_cond_t lf__cond; /* all followers wait here */
@@ -709,6 +731,7 @@ static inline int lf_follower_init(lf_follower *f, int priority)
         return EINVAL;
     f->priority = priority;
     f->lf__role = LF__NONE;
+    f->lf__notified = 0;
     f->lf__src = NULL;
     lf__store(&f->lf__word, (uint32_t)LF__WAITING, relaxed);
     return lf__sync_init(f);
@@ -743,6 +766,7 @@ static inline int lf_pool_init(lf_pool *p)
     p->lf__followers = p->lf__processing = p->lf__joined = 0;
     p->lf__stats.promotions = p->lf__stats.promotions_vacant = 0;
     p->lf__stats.leads = p->lf__stats.timeouts = p->lf__stats.dispatch_errors = 0;
+    p->lf__stats.notifications = 0;
     p->lf__stats.leader = p->lf__stats.followers = 0;
     p->lf__stats.processing = p->lf__stats.joined = 0;
     p->lf__tag = LF__TAG;
@@ -814,12 +838,14 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
     /* a newcomer waits at least once: a reserved slot belongs to the followers that
      * were parked when it was promised, and the signal went to one of them */
     int newcomer = 1;
-    while ((p->lf__leader != NULL || newcomer) && !lf__load(&p->lf__shutdown, relaxed)) {
+    while ((p->lf__leader != NULL || newcomer) && !lf__load(&p->lf__shutdown, relaxed) &&
+           !f->lf__notified) {
         int rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
                           : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
         newcomer = 0;
         /* out of time, but a vacant slot is taken anyway: it may be reserved for us */
-        if (rc == ETIMEDOUT && p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed)) {
+        if (rc == ETIMEDOUT && p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed) &&
+            !f->lf__notified) {
             p->lf__followers--;
             f->lf__role = LF__NONE;
             p->lf__stats.timeouts++;
@@ -832,6 +858,20 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
         f->lf__role = LF__NONE;
         pthread_mutex_unlock(&p->lf__lock);
         return ECANCELED;
+    }
+    if (f->lf__notified) {
+        f->lf__notified = 0;
+        f->lf__role = LF__NONE;
+        /* a slot reserved for the parked followers must not wait for us: hand the
+         * promise to another one, or drop it if nobody is left */
+        if (p->lf__leader == NULL && p->lf__reserved) {
+            if (p->lf__followers)
+                pthread_cond_signal(&p->lf__cond);
+            else
+                p->lf__reserved = 0;
+        }
+        pthread_mutex_unlock(&p->lf__lock);
+        return EINTR;
     }
     p->lf__leader = f;
     p->lf__reserved = 0;
@@ -854,8 +894,16 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
         }
         pthread_mutex_unlock(&p->lf__lock);
     }
-    /* the promoter or lf_pool_shutdown set our role before posting the verdict */
-    return lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD ? 0 : ECANCELED;
+    /* the promoter, lf_pool_notify or lf_pool_shutdown set our role before posting the
+     * verdict */
+    switch (lf__load(&f->lf__word, relaxed)) {
+    case LF__WAKE_LEAD:
+        return 0;
+    case LF__WAKE_NOTIFY:
+        return EINTR;
+    default:
+        return ECANCELED;
+    }
 #endif
 }
 
@@ -872,6 +920,11 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
     if (f->lf__role == LF__PROCESSING) {
         p->lf__processing--;
         f->lf__role = LF__NONE;
+    }
+    if (f->lf__notified) { /* it came while we were not parked: report it now */
+        f->lf__notified = 0;
+        pthread_mutex_unlock(&p->lf__lock);
+        return EINTR;
     }
     if (lf__load(&p->lf__shutdown, relaxed)) {
         pthread_mutex_unlock(&p->lf__lock);
@@ -942,6 +995,38 @@ static inline int lf_pool_leave(lf_pool *p, lf_follower *f)
     pthread_mutex_unlock(&p->lf__lock);
     if (next)
         lf__post_unlocked(next);
+    return 0;
+}
+
+/* Contract: any thread, also a dispatch callback. Never blocks (only the pool lock).
+ * Specific Notification for a reason other than leadership: wake exactly f. */
+static inline int lf_pool_notify(lf_pool *p, lf_follower *f)
+{
+    if (!lf__args_ok(p, f))
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    p->lf__stats.notifications++;
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    /* one condition variable for all: the notified follower cannot be singled out */
+    int parked = f->lf__role == LF__FOLLOWER;
+    f->lf__notified = 1;
+    if (parked)
+        pthread_cond_broadcast(&p->lf__cond);
+    pthread_mutex_unlock(&p->lf__lock);
+    return parked ? 0 : EBUSY;
+#else
+    if (f->lf__role != LF__FOLLOWER) {
+        f->lf__notified = 1; /* not parked: its next lead or join reports it */
+        pthread_mutex_unlock(&p->lf__lock);
+        return EBUSY;
+    }
+    lf__set_remove(p, f);
+    p->lf__followers--;
+    f->lf__role = LF__NONE;
+    lf__post_locked(f, LF__WAKE_NOTIFY); /* last touch of f under the lock */
+    pthread_mutex_unlock(&p->lf__lock);
+    lf__post_unlocked(f);
+#endif
     return 0;
 }
 
@@ -1033,7 +1118,10 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
 /* Contract: any thread. A snapshot taken under the pool lock. */
 static inline int lf_pool_stats(lf_pool *p, struct lf_pool_stats *out)
 {
-    if (p == NULL || out == NULL || p->lf__tag != LF__TAG)
+    if (out == NULL)
+        return EINVAL;
+    memset((void *)out, 0, sizeof *out); /* defined on error too */
+    if (p == NULL || p->lf__tag != LF__TAG)
         return EINVAL;
     pthread_mutex_lock(&p->lf__lock);
     *out = p->lf__stats;

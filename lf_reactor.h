@@ -79,9 +79,7 @@
  *       the set at once, one event each; EPOLLONESHOT still gives a ready handle to
  *       one thread, and all the guarantees above hold. Wins when handlers are short
  *       and cores many (one leader would be the bottleneck); costs more wake-ups and
- *       kernel lock traffic when they are few. The other variant, several handle sets
- *       each with its own leader, is several lf_reactor objects (each with its own
- *       pool), e.g. one per core with the connections partitioned among them.
+ *       kernel lock traffic when they are few. See RELAXED SERIALIZATION below.
  *   int lf_reactor_destroy(lf_reactor *r)
  *       EBUSY while threads run it. Removes every handler left (handle_close runs,
  *       fds are closed), waits for deferred closes, frees everything.
@@ -110,10 +108,11 @@
  *   int lf_reactor_notify(r, h, events)
  *       Post events (any LF_EV_* bits, usually LF_EV_NOTIFY) to h: delivered through
  *       a normal turn, coalesced with anything pending, never blocks the caller.
+ *       ENOENT for a handler not registered here, ECANCELED after stop.
  *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
  *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
- *       handler are cancelled by the removal.
+ *       handler are cancelled by the removal. ENOENT, ECANCELED as notify.
  *   int lf_reactor_timer_cancel(r, t)              ENOENT if not armed.
  *   int lf_reactor_run(r, deadline)
  *       Join the calling thread to the reactor's pool until lf_reactor_stop
@@ -128,6 +127,38 @@
  *       removals) and the pool's roles. With LF_REACTOR_CONCURRENT the pool is idle.
  *   const char *lf_reactor_backend_name(void)     "epoll", "poll" or "select"
  *
+ * GROUPS (several handle sets, each with its own leader, one pool of threads)
+ *   int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, unsigned n)
+ *       The n reactors (initialised, not LF_REACTOR_CONCURRENT, not being run; EINVAL
+ *       for a NULL, repeated or concurrent set, EBUSY for one in another group or
+ *       running) are led from now on by the group's threads only: lf_reactor_run,
+ *       handle_events and destroy on them return EBUSY. sets[] must outlive g.
+ *   int lf_reactor_group_run(g, deadline)
+ *       Join the calling thread to the group's pool. ECANCELED after
+ *       lf_reactor_group_stop (or when every set was stopped), ETIMEDOUT.
+ *   int lf_reactor_group_stop(g)                   stops every set and every thread.
+ *   int lf_reactor_group_destroy(g)                EBUSY while threads run it; the
+ *       sets are free again (stopped, if the group was), destroy them afterwards.
+ *   Register, remove, notify and timers work on each set as usual. lf_pool_stats
+ *   on g->pool shows the shared threads. Run more threads than sets: a set's leader
+ *   stays with its set until that set has an event, so with no more threads than
+ *   sets, a set with work may find nobody free to lead it.
+ *
+ * RELAXED SERIALIZATION (which arrangement wins when)
+ *   one set, one leader (default)  every event passes one leader: the simplest, the
+ *       strictest (one event per turn), and the fewest threads in the kernel. Good up
+ *       to a few cores or when handlers are long next to the wait.
+ *   one set, many leaders (LF_REACTOR_CONCURRENT)  no hand-off per event at all;
+ *       wins with short handlers and many cores, costs wake-ups of idle waiters.
+ *   many sets, a pool each (several lf_reactor, each run by its own threads)
+ *       isolation: a flood on one set cannot take the threads of another (e.g. one
+ *       set per priority class, or per core with connections partitioned), at the
+ *       price of threads idling in quiet sets.
+ *   many sets, one pool (lf_reactor_group)  each set keeps its own leader, timers and
+ *       demultiplexer, while the threads move to wherever events are; costs one more
+ *       wake-up per event (the set's leader wakes the pool's leader, which promotes a
+ *       follower) and needs more threads than sets.
+ *
  * LIMITS
  *   - The fd table is an array indexed by fd, grown by doubling (copy, publish,
  *     reclaim the old one after a grace period): memory is O(highest fd).
@@ -140,8 +171,8 @@
  *   - lf_reactor_notify takes the ready queue's mutex for a few instructions; it
  *     never waits for a handler or a descriptor.
  *   - The per-thread RCU registration flag is a weak symbol (gcc/clang, ELF).
- *   - Several handle sets sharing one pool's threads (each set with its own leader
- *     drawn from a common follower set) are not offered: use a pool per set.
+ *   - A group's set leader waits on its set until an event comes: with no more
+ *     threads than sets, a thread can be held by a quiet set.
  */
 #ifndef LF_REACTOR_EPOLL
 #define LF_REACTOR_EPOLL 1
@@ -219,6 +250,7 @@ enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2 };
 typedef struct lf_reactor lf_reactor;
 typedef struct lf_handler lf_handler;
 typedef struct lf_timer lf_timer;
+typedef struct lf_reactor_group lf_reactor_group;
 
 struct lf_handler {
     /* public: set before lf_reactor_register */
@@ -277,10 +309,14 @@ struct lf_reactor {
     LF__ATOMIC(int) lf__stopped;
     int lf__wakefd[2];               /* eventfd (both the same) or a pipe */
     LF__ATOMIC(int) lf__kick_pending; /* a wake-up is already on its way */
+    LF__ATOMIC(int) lf__yield;        /* the leader's wait returns EINTR once (lf__yield_leader) */
     LF__ATOMIC(int) lf__sleeping;     /* threads (about to be) blocked in the wait */
     int lf__concurrent;               /* LF_REACTOR_CONCURRENT: many threads wait at once */
     LF__ATOMIC(unsigned) lf__cturn;   /* concurrent: alternates queue-first / I/O-first */
     LF__ATOMIC(int) lf__running;      /* threads inside run/handle_events */
+    lf_reactor_group *lf__group;      /* the group that leads this set, or NULL */
+    int lf__led;                      /* grouped: a thread leads this set (group lock) */
+    LF__ATOMIC(int) lf__leading;      /* grouped: threads inside the set's wait (0 or 1) */
     /* the ready queue: handlers owning a dispatch that is not running yet */
     pthread_mutex_t lf__qlock;
     lf_handler *lf__qfirst, *lf__qlast;
@@ -312,6 +348,20 @@ struct lf_reactor {
     /* counters (relaxed atomics: statistics only) */
     LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
         lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed;
+};
+
+/* Several handle sets, each with its own leader, sharing one pool of threads. The
+ * pool's leader does not wait on a handle set: it claims a set that has no leader,
+ * promotes a follower, and then leads that set for one turn. */
+struct lf_reactor_group {
+    lf_pool pool;             /* the shared threads; set leadership passes in LF_PROMOTE order */
+    lf_reactor **lf__sets;    /* caller-owned, outlives the group */
+    unsigned lf__n;
+    unsigned lf__next;        /* where the next search for a leaderless set starts */
+    pthread_mutex_t lf__lock; /* lf__led of every set, lf__next, lf__waiting */
+    pthread_cond_t lf__cond;  /* the pool's leader waits here while every set is led */
+    int lf__waiting;
+    LF__ATOMIC(int) lf__stopped;
 };
 
 /* state word of a handler: pending LF_EV_* bits in the low byte, and */
@@ -429,6 +479,15 @@ static inline void lf__kick(lf_reactor *r)
         (void)n; /* EAGAIN: the counter is full, so the descriptor is readable anyway */
         lf__fetch_add(&r->lf__n_kicks, 1ULL, relaxed);
     }
+}
+
+/* Make the current (or next) leader's wait return EINTR once, e.g. because its thread
+ * was notified that what it waits for elsewhere is done (lf_bound.h). The flag is
+ * stored before the kick, so the leader that drains the kick sees it. */
+static inline void lf__yield_leader(lf_reactor *r)
+{
+    lf__store(&r->lf__yield, 1, seq_cst);
+    lf__kick(r);
 }
 
 static inline void lf__kick_if_sleeping(lf_reactor *r)
@@ -861,8 +920,12 @@ static inline int lf__backend_add(lf_reactor *r, lf_handler *h)
 
 static inline void lf__backend_del(lf_reactor *r, lf_handler *h)
 {
-    (void)r;
-    (void)h; /* LF__REMOVED keeps it out of the next collection */
+    /* LF__REMOVED (set seq_cst by the caller) keeps h out of the next collection. A
+     * leader blocked now may hold h's descriptor in its poll set, and with it the
+     * open file: the fd's close after the grace period would not end the connection
+     * until that wait returns. Wake it (pairs with lf__sleeping, as lf__rearm). */
+    (void)h;
+    lf__kick_if_sleeping(r);
 }
 
 static inline void lf__rearm(lf_reactor *r, lf_handler *h)
@@ -1197,6 +1260,8 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
 
         if (lf__load(&r->lf__stopped, relaxed))
             return EINTR; /* the pool sees its shutdown flag and ends the join */
+        if (lf__load(&r->lf__yield, relaxed) && lf__exchange(&r->lf__yield, 0, seq_cst))
+            return EINTR; /* lf__yield_leader: the leader has something else to look at */
         lf__timers_due(r);
         /* alternate the two sources, so a stream of notifications cannot starve I/O
          * (nor the reverse) */
@@ -1528,6 +1593,8 @@ static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t event
     int rc = 0;
     if (r == NULL || h == NULL || events == 0 || (events & ~LF_EV_ALL))
         return EINVAL;
+    if (lf__load(&r->lf__stopped, relaxed))
+        return ECANCELED; /* nobody would deliver it */
     lf__rcu_enter();
     lf__read_lock();
     if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
@@ -1550,6 +1617,8 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
     int earlier;
     if (r == NULL || t == NULL || h == NULL || after_ns < 0 || period_ns < 0)
         return EINVAL;
+    if (lf__load(&r->lf__stopped, relaxed))
+        return ECANCELED;
     lf__rcu_enter();
     lf__read_lock();
     pthread_mutex_lock(&r->lf__tlock);
@@ -1603,6 +1672,8 @@ static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
     int rc;
     if (r == NULL)
         return EINVAL;
+    if (r->lf__group)
+        return EBUSY; /* its group leads it */
     lf__rcu_enter();
     lf__fetch_add(&r->lf__running, 1, relaxed);
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
@@ -1631,6 +1702,8 @@ static inline int lf_reactor_handle_events(lf_reactor *r, const struct timespec 
     int rc;
     if (r == NULL)
         return EINVAL;
+    if (r->lf__group)
+        return EBUSY; /* its group leads it */
     lf__rcu_enter();
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     if (r->lf__concurrent) {
@@ -1683,7 +1756,7 @@ static inline int lf_reactor_destroy(lf_reactor *r)
     int rc;
     if (r == NULL)
         return EINVAL;
-    if (lf__load(&r->lf__running, seq_cst) != 0)
+    if (lf__load(&r->lf__running, seq_cst) != 0 || r->lf__group)
         return EBUSY;
     if ((rc = lf_pool_destroy(&r->pool)) != 0)
         return rc; /* EBUSY: threads still run it */
@@ -1707,7 +1780,10 @@ static inline int lf_reactor_destroy(lf_reactor *r)
 
 static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
 {
-    if (r == NULL || out == NULL)
+    if (out == NULL)
+        return EINVAL;
+    memset((void *)out, 0, sizeof *out); /* defined on error too */
+    if (r == NULL)
         return EINVAL;
     out->dispatched = lf__load(&r->lf__n_dispatched, relaxed);
     out->stale = lf__load(&r->lf__n_stale, relaxed);
@@ -1718,6 +1794,191 @@ static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
     out->registered = lf__load(&r->lf__n_registered, relaxed);
     out->removed = lf__load(&r->lf__n_removed, relaxed);
     return lf_pool_stats(&r->pool, &out->pool);
+}
+
+/* ------------------------------------------------------------------ >>group
+ * Relaxed serialization, second variant: several handle sets (reactors), each with
+ * its own leader, drawn from one pool. A thread's way through it:
+ *   pool leader:  claim a set nobody leads (lf__group_wait), promote a follower;
+ *   set leader:   one turn of that set, exactly as a lone reactor's leader does it
+ *                 (lf__wait), then give the set up and wake the pool's leader;
+ *   processing:   dispatch the event it got; back to the pool as a follower.
+ * lf__led, under the group lock, plays the leader slot of each set: it is what keeps
+ * the set's leader-only state to one thread. */
+
+typedef struct lf__group_turn {
+    lf_reactor_group *g;
+    const struct timespec *deadline; /* the lf_reactor_group_run caller's */
+} lf__group_turn;
+
+static inline int lf__group_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+{
+    lf_reactor_group *g = ((lf__group_turn *)ctx)->g;
+    int rc = 0;
+
+    if (deadline && lf__now_ns() >= lf__ts_ns(deadline))
+        return ETIMEDOUT; /* (a set's turn that ended by the deadline comes back here) */
+    pthread_mutex_lock(&g->lf__lock);
+    for (;;) {
+        unsigned live = 0;
+        if (lf__load(&g->lf__stopped, relaxed)) {
+            rc = ECANCELED;
+            break;
+        }
+        for (unsigned i = 0; i < g->lf__n; i++) { /* round robin: no set is favoured */
+            unsigned k = (g->lf__next + i) % g->lf__n;
+            lf_reactor *r = g->lf__sets[k];
+            if (lf__load(&r->lf__stopped, relaxed))
+                continue; /* stopped on its own: nobody leads it again */
+            live++;
+            if (!r->lf__led) {
+                r->lf__led = 1;
+                g->lf__next = k + 1;
+                ev->ptr = r;
+                pthread_mutex_unlock(&g->lf__lock);
+                return 0;
+            }
+        }
+        if (live == 0) {
+            rc = ECANCELED;
+            break;
+        }
+        g->lf__waiting++;
+        rc = deadline ? pthread_cond_timedwait(&g->lf__cond, &g->lf__lock, deadline)
+                      : pthread_cond_wait(&g->lf__cond, &g->lf__lock);
+        g->lf__waiting--;
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&g->lf__lock);
+    return rc;
+}
+
+/* Runs as the pool's processing thread, which is the claimed set's leader now. */
+static inline int lf__group_dispatch(void *ctx, lf_event *claim)
+{
+    lf__group_turn *t = (lf__group_turn *)ctx;
+    lf_reactor_group *g = t->g;
+    lf_reactor *r = (lf_reactor *)claim->ptr;
+    lf_event ev;
+    int rc, others;
+
+    /* the claim made us the only leader of r: checked, since r's leader-only state
+     * (the harvested batch, the alternation) would be corrupted by a second one */
+    others = lf__fetch_add(&r->lf__leading, 1, relaxed);
+    LF_ASSERT(others == 0);
+    (void)others;
+    do
+        rc = lf__wait(r, &ev, t->deadline);
+    while ((rc == EINTR && !lf__load(&r->lf__stopped, relaxed)) || rc == EAGAIN);
+    lf__fetch_add(&r->lf__leading, -1, relaxed);
+    pthread_mutex_lock(&g->lf__lock);
+    r->lf__led = 0; /* before the dispatch: that is what "promote first" means here */
+    if (g->lf__waiting)
+        pthread_cond_signal(&g->lf__cond);
+    pthread_mutex_unlock(&g->lf__lock);
+    if (rc == 0)
+        lf__dispatch(r, &ev);
+    /* stopped or out of time: the pool's next wait says so to this thread */
+    return rc == 0 || rc == EINTR || rc == ETIMEDOUT ? 0 : rc;
+}
+
+/* Called by lf_pool_shutdown under the pool lock (lock order: pool, then group). */
+static inline void lf__group_interrupt(void *ctx)
+{
+    lf_reactor_group *g = ((lf__group_turn *)ctx)->g;
+    pthread_mutex_lock(&g->lf__lock);
+    pthread_cond_broadcast(&g->lf__cond);
+    pthread_mutex_unlock(&g->lf__lock);
+}
+
+/* Contract: any thread; the sets are initialised, not concurrent, not in another
+ * group and not being run; sets[] outlives the group. */
+static inline int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, unsigned n)
+{
+    int rc;
+
+    if (g == NULL || sets == NULL || n == 0)
+        return EINVAL;
+    for (unsigned i = 0; i < n; i++) {
+        if (sets[i] == NULL || sets[i]->lf__concurrent)
+            return EINVAL;
+        for (unsigned j = 0; j < i; j++)
+            if (sets[j] == sets[i])
+                return EINVAL;
+        if (sets[i]->lf__group != NULL || lf__load(&sets[i]->lf__running, seq_cst) != 0)
+            return EBUSY;
+    }
+    memset((void *)g, 0, sizeof *g);
+    if ((rc = lf_pool_init(&g->pool)) != 0)
+        return rc;
+    if ((rc = lf__cond_init_monotonic(&g->lf__cond)) != 0) {
+        lf_pool_destroy(&g->pool);
+        return rc;
+    }
+    pthread_mutex_init(&g->lf__lock, NULL);
+    g->lf__sets = sets;
+    g->lf__n = n;
+    for (unsigned i = 0; i < n; i++) {
+        sets[i]->lf__led = 0;
+        sets[i]->lf__group = g;
+    }
+    return 0;
+}
+
+/* Contract: any thread; blocks until lf_reactor_group_stop (ECANCELED), every set
+ * stopped (ECANCELED) or the deadline (ETIMEDOUT). */
+static inline int lf_reactor_group_run(lf_reactor_group *g, const struct timespec *deadline)
+{
+    lf__group_turn turn;
+    lf_source src;
+    lf_follower self;
+    int rc;
+
+    if (g == NULL || g->lf__sets == NULL)
+        return EINVAL;
+    turn.g = g;
+    turn.deadline = deadline;
+    src.ctx = &turn;
+    src.wait = lf__group_wait;
+    src.dispatch = lf__group_dispatch;
+    src.interrupt = lf__group_interrupt;
+    lf__rcu_enter();
+    if ((rc = lf_follower_init(&self, 0)) != 0)
+        return rc;
+    rc = lf_pool_join(&g->pool, &self, &src, deadline);
+    lf_follower_destroy(&self);
+    return rc;
+}
+
+/* Contract: any thread, also a handler. Stops every set and every thread of the group. */
+static inline int lf_reactor_group_stop(lf_reactor_group *g)
+{
+    if (g == NULL || g->lf__sets == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&g->lf__lock);
+    lf__store(&g->lf__stopped, 1, relaxed);
+    pthread_cond_broadcast(&g->lf__cond);
+    pthread_mutex_unlock(&g->lf__lock);
+    for (unsigned i = 0; i < g->lf__n; i++)
+        lf_reactor_stop(g->lf__sets[i]); /* wakes each set's leader */
+    return lf_pool_shutdown(&g->pool);
+}
+
+/* Contract: no thread may be running the group. The sets stay (destroy them after). */
+static inline int lf_reactor_group_destroy(lf_reactor_group *g)
+{
+    int rc;
+    if (g == NULL || g->lf__sets == NULL)
+        return EINVAL;
+    if ((rc = lf_pool_destroy(&g->pool)) != 0)
+        return rc; /* EBUSY: threads still run it */
+    for (unsigned i = 0; i < g->lf__n; i++)
+        g->lf__sets[i]->lf__group = NULL;
+    g->lf__sets = NULL;
+    pthread_cond_destroy(&g->lf__cond);
+    pthread_mutex_destroy(&g->lf__lock);
+    return 0;
 }
 
 #endif /* LF_REACTOR_H_INCLUDED */

@@ -373,6 +373,12 @@ int main(void)
     CHECK(close(p[1]) == 0);
     CHECK_EQ(lf_reactor_run(&r, NULL), ECANCELED);
     CHECK_EQ(lf_reactor_handle_events(&r, NULL), ECANCELED);
+    CHECK_EQ(lf_reactor_notify(&r, &a.h, LF_EV_NOTIFY), ECANCELED); /* none would come */
+    {
+        lf_timer late;
+        lf_timer_init(&late);
+        CHECK_EQ(lf_reactor_timer_start(&r, &late, &a.h, 0, 0), ECANCELED);
+    }
 
     /* destroy: a, e (and d on epoll/poll) are still registered; b and c were removed */
     CHECK(lf_reactor_stats(&r, &st) == 0);

@@ -12,10 +12,14 @@
  *      thread removes them all (often while they are inside): handle_close never runs
  *      while a thread is inside, each handler is closed exactly once, and none is
  *      dispatched long after its removal returned.
+ *   D: removal of an idle handler while the leader is blocked waiting with it in its
+ *      set: once handle_close has run, the peer sees EOF at once (the connection
+ *      really closes: a poll/select leader must not keep the descriptor alive).
  * Compiled once per promotion policy x backend. */
 #include "../lf_reactor.h"
 #include "lf_test.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 
@@ -37,14 +41,16 @@ static void make_pair(int sv[2])
     set_nonblock(sv[1]);
 }
 
-/* Write n bytes to a peer. EAGAIN (buffer full) and EPIPE (the reactor already
- * closed the other end) are fine: only readiness matters here. */
+/* Write n bytes to a peer. EAGAIN (buffer full), EPIPE (the reactor already closed
+ * the other end) and ECONNRESET (it closed the other end with our earlier bytes still
+ * unread: Linux then sets the error on this end) are fine: only readiness matters. */
 static void poke(int peer, int n)
 {
     char buf[16];
     memset(buf, 'x', sizeof buf);
     ssize_t w = send(peer, buf, (size_t)n, MSG_NOSIGNAL);
-    CHECK(w == n || (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EPIPE)));
+    CHECK(w == n || (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EPIPE ||
+                               errno == ECONNRESET)));
 }
 
 /* ------------------------------------------------------------------ runners */
@@ -457,6 +463,34 @@ static void part_c(void)
     c_dispatches = disp;
 }
 
+/* ------------------------------------------------------------------ D */
+
+static void part_d(void)
+{
+    pthread_t t[2];
+    probe p;
+    int peer, ok;
+    char c;
+    struct pollfd pfd;
+
+    start(t, 2);
+    probe_open(&p, BLOCK, &peer);
+    lft_sleep_ms(20); /* the leader is blocked in its wait, p in the set */
+    CHECK_EQ(lf_reactor_remove(&R, &p.h), 0);
+    WAIT_FOR(ok, lft_load(&p.closes) == 1, 5000);
+    CHECK(ok);
+    wait_fd_closed(p.fd);
+    /* the reactor closed its end: unless a blocked wait still holds the descriptor,
+     * the peer reads end-of-file now, while the reactor stays idle */
+    pfd.fd = peer;
+    pfd.events = POLLIN;
+    CHECK_EQ(poll(&pfd, 1, 5000), 1);
+    CHECK_EQ(read(peer, &c, 1), 0);
+    CHECK_EQ(lft_load(&p.dispatches), 0);
+    finish(t, 2);
+    close(peer);
+}
+
 int main(void)
 {
     lft_start("t_reactor_remove", 30);
@@ -468,6 +502,8 @@ int main(void)
     part_b(SELF_REMOVE);
     lft_progress();
     part_c();
+    lft_progress();
+    part_d();
     printf("t_reactor_remove %s/%s: remove is prompt and final; handle_close once, after the "
            "last thread left (%d dispatches, %d/%d removals met a busy handler)\n",
            lf_promote_name(), lf_reactor_backend_name(), c_dispatches, lft_load(&caught_inside), NH);

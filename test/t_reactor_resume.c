@@ -523,8 +523,10 @@ static int s_loop_event(lf_handler *lh, int fd, uint32_t ev)
     (void)fd;
     CHECK(ev & LF_EV_NOTIFY);
     lft_add(&s_spins, 1L);
-    if (!lft_load(&s_stop))
-        CHECK_EQ(lf_reactor_notify(&r, lh, LF_EV_NOTIFY), 0);
+    if (!lft_load(&s_stop)) {
+        int rc = lf_reactor_notify(&r, lh, LF_EV_NOTIFY);
+        CHECK(rc == 0 || (rc == ECANCELED && lft_load(&s_stop))); /* stopped meanwhile */
+    }
     return LF_KEEP;
 }
 

@@ -17,7 +17,7 @@
 #define WRITERS 2
 #define RUNNERS 4
 #define MSGS 200
-#define PER_DISPATCH 4
+#define PER_DISPATCH 4 /* messages read per dispatch at most; LF_TEST_PER_DISPATCH sets it */
 
 enum { FREE, WRITING, DRAINING, CLOSED };
 
@@ -44,6 +44,8 @@ typedef struct conn {
 static lf_reactor r;
 static conn slots[SLOTS];
 static long long quota; /* lifecycles per slot */
+static int per_dispatch = PER_DISPATCH;
+static unsigned long long min_dispatched; /* LF_TEST_MIN_DISPATCH: fail below it */
 static LFT_ATOMIC(long long) received, ticks, notes, lifecycles_closed;
 
 static int on_event(lf_handler *h, int fd, uint32_t events)
@@ -58,7 +60,7 @@ static int on_event(lf_handler *h, int fd, uint32_t events)
     if (events & LF_EV_NOTIFY)
         lft_add(&notes, 1LL);
     if (events & (LF_EV_READ | LF_EV_CLOSE)) {
-        for (int k = 0; k < PER_DISPATCH && rc == LF_KEEP; k++) {
+        for (int k = 0; k < per_dispatch && rc == LF_KEEP; k++) {
             ssize_t got = read(fd, c->part + c->part_len, sizeof(msg) - c->part_len);
             if (got <= 0) {
                 CHECK(got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
@@ -205,6 +207,9 @@ static void scenario(unsigned flags, const char *mode)
     CHECK(s.timers > 0 && lft_load(&ticks) > 0);
     CHECK(s.notified > 0 && lft_load(&notes) > 0);
     CHECK_EQ(s.pool.leader + s.pool.followers + s.pool.processing + s.pool.joined, 0);
+    if (s.dispatched < min_dispatched)
+        fprintf(stderr, "only %llu dispatches, %llu wanted\n", s.dispatched, min_dispatched);
+    CHECK(s.dispatched >= min_dispatched);
     CHECK_EQ(lf_reactor_destroy(&r), 0);
     for (int i = 0; i < SLOTS; i++)
         if (lft_load(&slots[i].state) == CLOSED)
@@ -221,6 +226,12 @@ int main(void)
 {
     lft_start("t_reactor_stress", 30);
     quota = lft_scaled(40);
+    if (getenv("LF_TEST_PER_DISPATCH"))
+        per_dispatch = atoi(getenv("LF_TEST_PER_DISPATCH"));
+    if (per_dispatch < 1)
+        per_dispatch = 1;
+    if (getenv("LF_TEST_MIN_DISPATCH"))
+        min_dispatched = strtoull(getenv("LF_TEST_MIN_DISPATCH"), NULL, 10);
     scenario(0, "single leader");
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     /* the relaxed variant must keep every promise the single leader keeps */

@@ -1,0 +1,991 @@
+/* lf_bound.h - bound handle/thread associations (POSA2 Leader/Followers variant):
+ * many client threads share ONE multiplexed connection; whoever leads reads the
+ * replies and hands each one to exactly the thread that waits for it.
+ *
+ * WHAT IT DOES
+ *   Every thread that sent a request waits in lf_bound_join. One of them is the
+ *   LEADER: it reads frames from the connection, finds the waiting context of each
+ *   reply by its request id, copies the body into that context's buffer and wakes
+ *   exactly that thread through its own synchronizer (Specific Notification, see
+ *   lf_pool_notify in lf.h). The others are FOLLOWERS. When the leader's own reply
+ *   arrives it promotes the next follower, in LF_PROMOTE order, and returns. Replies
+ *   may come in any order; none is ever delivered to the wrong thread.
+ *
+ * QUICK START
+ *   #include "lf_bound.h"
+ *   static int parse(void *user, const unsigned char *hdr, uint64_t *id, size_t *len)
+ *       { ...decode your header...; return 0; }     (or EPROTO, or ENOMSG: skip it)
+ *   struct lf_bound_hooks hooks = { .header_len = 12, .parse_header = parse };
+ *   lf_bound b;  lf_bound_init(&b, connected_fd, &hooks);
+ *
+ *   each client thread, per request (the context can live on its stack):
+ *       char reply[256];  lf_bound_ctx c;
+ *       lf_bound_ctx_init(&c, reply, sizeof reply, 0);
+ *       rc = lf_bound_call(&b, &c, id, request, request_len, deadline);
+ *       (0: c.len bytes of reply in c.buf) ... lf_bound_ctx_destroy(&c);
+ *
+ *   lf_bound_shutdown(&b); join the threads; lf_bound_destroy(&b); close(fd);
+ *   Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L ... -pthread   (lf.h only)
+ *
+ *   Hybrid (waiting threads also serve an lf_reactor, see HYBRID below):
+ *   #define LF_BOUND_REACTOR 1   before #include "lf_bound.h" (it includes
+ *   lf_reactor.h; link liburcu as that header says), then lf_bound_attach(&b, &r).
+ *
+ * CONFIGURATION (before #include; the same in every file that shares a bound)
+ *   LF_PROMOTE, LF_SYNC   as in lf.h: the order in which leadership passes among the
+ *                         waiting threads. FIFO suits servers that answer in request
+ *                         order (the oldest waiter leads and usually reads its own
+ *                         reply first); LIFO keeps the hottest thread leading.
+ *   LF_BOUND_RXBUF        bytes of the leader's receive buffer, inside lf_bound
+ *                         (default 16384). One read takes as many frames as it holds.
+ *   LF_BOUND_HEADER_MAX   largest header_len accepted (default 64).
+ *   LF_BOUND_BUCKETS      heads of the id -> context hash (default 256, a power of 2).
+ *   LF_BOUND_REACTOR      defined: include lf_reactor.h and offer lf_bound_attach.
+ *                         (Also offered when lf_reactor.h was included before.)
+ *
+ * FRAMES AND HOOKS (struct lf_bound_hooks, copied by lf_bound_init)
+ *   header_len     every frame starts with exactly this many header bytes.
+ *   parse_header(user, hdr, &id, &body_len)
+ *       0: a reply for request id with body_len body bytes after the header.
+ *       ENOMSG: a frame nobody waits for (a heartbeat, say): its body is skipped.
+ *       anything else: the stream is malformed; the connection fails with EPROTO.
+ *   read_body(user, ctx, bytes, n, offset)      (may be NULL: copy to ctx->buf)
+ *       Place n body bytes, starting at body offset `offset`, into the context (decode,
+ *       scatter, ...). 0, or non-zero: that context fails with EPROTO and the rest of
+ *       the body is skipped. Runs under the bound's lock: keep it short, never call
+ *       lf_bound_* from it.
+ *   max_body       a body_len above this fails the connection with EPROTO (0: none).
+ *   flags          LF_BOUND_STRICT: a reply whose id nobody waits for fails the
+ *                  connection with EPROTO instead of being skipped and counted. Only
+ *                  for protocols that never time requests out (a late reply after a
+ *                  timeout is, by design, a reply nobody waits for).
+ *   user           passed to the hooks.
+ *
+ * RESULTS of lf_bound_join (and lf_bound_call)
+ *   0           the reply is in the context: c->len bytes (the body length).
+ *   ETIMEDOUT   the deadline passed first. The context is withdrawn: a reply that
+ *               arrives later is skipped and counted in stats.stray, never written
+ *               into the context (which may already hold the next request).
+ *   ECANCELED   lf_bound_cancel(b, c) from any thread, or lf_bound_shutdown.
+ *   ECONNRESET  the connection closed (EOF) or failed (read or send error): every
+ *               waiter wakes with it, none hangs, and later calls return it too.
+ *   EPROTO      a malformed frame failed the connection (as ECONNRESET, every waiter
+ *               gets it), or this context's reply did not fit c->cap or read_body
+ *               refused it (then only this context fails; the frame is skipped).
+ *   A leader whose deadline passes hands leadership to the next follower before it
+ *   returns: leadership is never lost, and a waiter never sleeps while its reply sits
+ *   unread (the next leader reads what is buffered before it waits again).
+ *
+ * FUNCTIONS (all thread-safe; errors are errno values)
+ *   int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks *hooks)
+ *       fd: a connected stream (socket, pipe), made non-blocking here; the caller keeps
+ *       it (close it after lf_bound_destroy). EINVAL fd < 0 or bad hooks, EBADF fd
+ *       not open, ENOMEM, EMFILE.
+ *   int lf_bound_destroy(lf_bound *b)          EBUSY while a context is in flight or a
+ *       thread is inside lf_bound_join.
+ *   int lf_bound_ctx_init(lf_bound_ctx *c, void *buf, size_t cap, int priority)
+ *   void lf_bound_ctx_destroy(lf_bound_ctx *c)
+ *       The caller-owned waiting context: the reply buffer, and the synchronizer of the
+ *       thread that waits in it (priority: LF_PROMOTE_HEAP). One thread at a time.
+ *   int lf_bound_expect(b, c, uint64_t id)
+ *       Register c for the reply to id, BEFORE sending the request (a fast server may
+ *       answer before lf_bound_join is reached). EEXIST id already in flight, EBUSY c
+ *       already in flight, ECONNRESET/EPROTO after the connection failed, ECANCELED
+ *       after shutdown.
+ *   int lf_bound_send(b, const void *data, size_t len)
+ *       Write one whole request: sends from many threads never interleave. A write
+ *       error fails the connection (ECONNRESET). Blocks while the socket is full,
+ *       until there is room or the connection fails or is shut down (noticed within
+ *       50 ms). After a failure or shutdown it returns that error at once.
+ *   int lf_bound_join(b, c, const struct timespec *deadline)    results above.
+ *       EINVAL if c is not in flight. Returns with c free for the next expect.
+ *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
+ *       expect + send + join. If the send fails, c is collected and the send's error
+ *       returned.
+ *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
+ *       is not waiting (not expected, or its result is already in).
+ *   int lf_bound_shutdown(b)                   every waiter returns ECANCELED, a
+ *       leader blocked in poll is woken; later expect/send return ECANCELED, or the
+ *       connection's first failure (ECONNRESET, EPROTO) if it had failed before.
+ *       Replies still on the socket may be read and counted as stray.
+ *   int lf_bound_stats(b, struct lf_bound_stats *out)
+ *       replies (handed_off to another thread + own, read by the waiter itself as
+ *       leader), stray, skipped, refused, timeouts, cancels, reads; in_flight and
+ *       failed now; the waiters' pool (promotions = leadership hand-offs).
+ *   int lf_bound_attach(b, lf_reactor *r)            (hybrid only)
+ *       Before any thread uses b. r: initialised, not LF_REACTOR_CONCURRENT, not in a
+ *       group (ENOTSUP). EBUSY attached already; or what lf_reactor_register says.
+ *       From now on the reactor owns fd (it closes it after lf_bound_destroy).
+ *
+ * HYBRID (the pattern's Hybrid Thread Associations and Hybrid Client/Servers)
+ *   After lf_bound_attach, the connection is a handle of the reactor, and a thread in
+ *   lf_bound_join runs reactor turns (leader, then processing, one event per turn)
+ *   until its reply is in, instead of waiting on the connection alone. So while it
+ *   waits it serves every other handle of the reactor: incoming requests, timers,
+ *   notifications. A server whose threads all wait for replies that depend on
+ *   call-backs it must serve first cannot dead-lock. The replies are read by whichever
+ *   thread the reactor dispatches the connection to (lf_reactor_run threads too),
+ *   which hands each one to its waiter: parked in the reactor's pool, it is woken
+ *   there (lf_pool_notify); leading the reactor, its wait is made to return.
+ *   Nested upcalls are ALLOWED: a handler that a waiting thread dispatches may call
+ *   lf_bound_call itself; that inner call turns the reactor the same way and returns
+ *   first, and the outer call returns after it (its reply, if it came meanwhile,
+ *   waits in its context). Bound the nesting depth yourself (each level is a stack
+ *   frame, and the outer handler's RCU read-side section lasts through it, which
+ *   delays deferred handle_close calls, never dispatches). Do not make calls from
+ *   handle_close or while holding a lock a handler takes.
+ *
+ * THE MAP FROM ID TO CONTEXT
+ *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
+ *   the bound's mutex, with the contexts themselves as the nodes: no allocation per
+ *   request. The removal under that mutex is the one arbiter between a reply and a
+ *   timeout or cancel. We measured liburcu's cds_lfht for this (shared/URCU.md 3.5:
+ *   375-680 ns per request against ~15 ns for a slot array) and did not take it: a
+ *   node removed from cds_lfht may not be reused before a grace period (~10 ms until
+ *   call_rcu runs), which would force a heap node per request, and this map is written
+ *   as often as it is read (expect, reply, withdraw), the case RCU does not help.
+ *
+ * LIMITS
+ *   - Request ids are the protocol's: do not reuse an id while a late reply to it may
+ *     still come (a sequence number per connection avoids that).
+ *   - read_body runs under the bound's mutex, as do the map operations.
+ *   - The bound reads the connection; it never closes it. Writing is lf_bound_send's
+ *     or yours (then you keep requests from interleaving).
+ *   - lf_bound_destroy must not run in a handler (hybrid: it waits for the
+ *     connection's handle_close, which waits for every handler to return).
+ *   - Hybrid replies read by a thread that is not waiting are still one hand-off
+ *     each; a leader woken for its reply costs one reactor kick (an eventfd write).
+ */
+#ifndef LF_BOUND_H_INCLUDED
+#define LF_BOUND_H_INCLUDED
+
+#include "lf.h"
+#if defined(LF_BOUND_REACTOR) && !defined(LF_REACTOR_H_INCLUDED)
+#include "lf_reactor.h"
+#endif
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/eventfd.h>
+#endif
+
+#ifndef LF_BOUND_RXBUF
+#define LF_BOUND_RXBUF 16384
+#endif
+#ifndef LF_BOUND_HEADER_MAX
+#define LF_BOUND_HEADER_MAX 64
+#endif
+#ifndef LF_BOUND_BUCKETS
+#define LF_BOUND_BUCKETS 256 /* a power of two */
+#endif
+#if LF_BOUND_RXBUF < 2 * LF_BOUND_HEADER_MAX
+#error "lf_bound.h: LF_BOUND_RXBUF must hold at least two headers (2 * LF_BOUND_HEADER_MAX)"
+#endif
+#if (LF_BOUND_BUCKETS & (LF_BOUND_BUCKETS - 1)) != 0
+#error "lf_bound.h: LF_BOUND_BUCKETS must be a power of two"
+#endif
+
+/* ------------------------------------------------------------------ public types */
+
+#define LF_BOUND_STRICT 1u /* hooks.flags: a reply for nobody fails the connection */
+
+typedef struct lf_bound lf_bound;
+typedef struct lf_bound_ctx lf_bound_ctx;
+
+struct lf_bound_hooks {
+    size_t header_len;
+    int (*parse_header)(void *user, const unsigned char *hdr, uint64_t *id, size_t *body_len);
+    int (*read_body)(void *user, lf_bound_ctx *c, const unsigned char *bytes, size_t n,
+                     size_t offset);
+    size_t max_body;
+    unsigned flags;
+    void *user;
+};
+
+struct lf_bound_stats {
+    unsigned long long replies;    /* delivered into a waiting context */
+    unsigned long long handed_off; /* ... by a leader to another thread (a wake-up) */
+    unsigned long long own;        /* ... read by the waiting thread itself, as leader */
+    unsigned long long stray;      /* replies nobody waited for (late or unknown): skipped */
+    unsigned long long skipped;    /* frames parse_header said to skip (ENOMSG) */
+    unsigned long long refused;    /* replies too long for c->cap or refused by read_body */
+    unsigned long long timeouts;   /* joins ended by their deadline, context withdrawn */
+    unsigned long long cancels;    /* contexts ended by lf_bound_cancel */
+    unsigned long long reads;      /* read() calls that returned data */
+    unsigned in_flight;            /* contexts expected and not yet joined, now */
+    int failed;                    /* 0, or why the connection failed */
+    struct lf_pool_stats pool;     /* promotions: leadership passed between waiters */
+};
+
+enum { LF__BC_IDLE = 0, LF__BC_WAITING, LF__BC_RECEIVING, LF__BC_DONE };
+
+struct lf_bound_ctx {
+    /* public: set by lf_bound_ctx_init */
+    void *buf;  /* where the reply's body goes */
+    size_t cap; /* its size */
+    /* read-only */
+    uint64_t id; /* of the request in flight */
+    size_t len;  /* body bytes received, after lf_bound_join returned 0 */
+    /* private */
+    lf_follower lf__f;                    /* the waiting thread's own synchronizer */
+    int lf__state;                        /* LF__BC_*, under the bound's lock */
+    int lf__result;                       /* for LF__BC_DONE */
+    lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
+};
+
+struct lf_reactor;
+
+struct lf_bound {
+    lf_pool pool; /* the waiting threads: one leads (reads), the others follow */
+    /* private */
+    lf_pool *lf__wpool;         /* where waiters park: &pool, or the reactor's pool */
+    void (*lf__yield)(lf_bound *b); /* wake a waiter that is not parked (it may lead) */
+    struct lf_reactor *lf__r;   /* hybrid: the reactor the waiters turn, or NULL */
+    void *lf__att;              /* hybrid: our handler in that reactor */
+    int lf__attached;           /* hybrid: the handler's handle_close has not run yet */
+    pthread_cond_t lf__detached; /* signalled when it has */
+    struct lf_bound_hooks lf__hooks;
+    int lf__fd;
+    int lf__wake[2];          /* eventfd (both the same) or a pipe: wakes a polling leader */
+    pthread_mutex_t lf__lock; /* the map, context states, lf__cur, counters, lf__failed */
+    pthread_mutex_t lf__send; /* one request on the wire at a time */
+    lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
+    lf_bound_ctx *lf__cur;    /* the context the frame being read is for, or NULL */
+    int lf__failed;           /* 0, or the error every call returns from now on */
+    unsigned lf__in_flight;
+    struct lf_bound_stats lf__stats;
+    /* leader-only: the receive buffer and the frame being read */
+    size_t lf__rx_start, lf__rx_end;
+    int lf__in_body;   /* the header of the current frame is parsed */
+    size_t lf__body_len, lf__body_off;
+    unsigned char lf__rx[LF_BOUND_RXBUF];
+};
+
+/* ------------------------------------------------------------------ >>map
+ * Chained hashing with the contexts as nodes. Everything here runs under lf__lock. */
+
+static inline lf_bound_ctx **lf__bmap_head(lf_bound *b, uint64_t id)
+{
+    /* Fibonacci hashing: sequential ids spread over all the buckets */
+    uint64_t h = id * 0x9E3779B97F4A7C15ull;
+    return &b->lf__map[(size_t)(h >> 40) & (LF_BOUND_BUCKETS - 1)];
+}
+
+static inline lf_bound_ctx *lf__bmap_find(lf_bound *b, uint64_t id)
+{
+    lf_bound_ctx *c = *lf__bmap_head(b, id);
+    while (c && c->id != id)
+        c = c->lf__next;
+    return c;
+}
+
+static inline void lf__bmap_insert(lf_bound *b, lf_bound_ctx *c)
+{
+    lf_bound_ctx **head = lf__bmap_head(b, c->id);
+    c->lf__next = *head;
+    c->lf__pprev = head;
+    if (*head)
+        (*head)->lf__pprev = &c->lf__next;
+    *head = c;
+}
+
+static inline void lf__bmap_remove(lf_bound_ctx *c)
+{
+    *c->lf__pprev = c->lf__next;
+    if (c->lf__next)
+        c->lf__next->lf__pprev = c->lf__pprev;
+    c->lf__next = NULL;
+    c->lf__pprev = NULL;
+}
+
+/* ------------------------------------------------------------------ >>bound */
+
+static inline void lf__bound_kick(lf_bound *b)
+{
+    static const uint64_t one = 1;
+    ssize_t n = write(b->lf__wake[1], &one, b->lf__wake[0] == b->lf__wake[1] ? sizeof one : 1);
+    (void)n; /* a full pipe is a kick already pending */
+}
+
+/* Wake c's thread (lock held). Parked: lf_pool_notify wakes exactly it. Not parked:
+ * the notification is kept for its next lead, and if it is the leader, blocked in
+ * poll (or in the reactor's wait), lf__yield makes that wait return. */
+static inline void lf__bound_wake(lf_bound *b, lf_bound_ctx *c)
+{
+    if (lf_pool_notify(b->lf__wpool, &c->lf__f) == EBUSY)
+        b->lf__yield(b);
+}
+
+/* c's result is in (lock held). The owner sees it only after the lock is released,
+ * and the wake returns before that, so c cannot be gone while we wake it. */
+static inline void lf__bound_finish(lf_bound *b, lf_bound_ctx *c, int result, int wake)
+{
+    c->lf__state = LF__BC_DONE;
+    c->lf__result = result;
+    if (wake)
+        lf__bound_wake(b, c);
+}
+
+/* The connection is finished (lock held): every context in flight gets err. */
+static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *self)
+{
+    if (b->lf__failed)
+        return;
+    b->lf__failed = err;
+    for (size_t i = 0; i < LF_BOUND_BUCKETS; i++)
+        while (b->lf__map[i]) {
+            lf_bound_ctx *c = b->lf__map[i];
+            lf__bmap_remove(c);
+            lf__bound_finish(b, c, err, c != self);
+        }
+    if (b->lf__cur) {
+        lf__bound_finish(b, b->lf__cur, err, b->lf__cur != self);
+        b->lf__cur = NULL;
+    }
+    lf__bound_kick(b); /* a leader blocked in poll looks again */
+}
+
+static inline void lf__bound_fail(lf_bound *b, int err, lf_bound_ctx *self)
+{
+    pthread_mutex_lock(&b->lf__lock);
+    lf__bound_fail_locked(b, err, self);
+    pthread_mutex_unlock(&b->lf__lock);
+}
+
+/* Leader: parse what the receive buffer holds, delivering every complete reply
+ * (with stop_at_self, only up to self's own). Returns 0 when it needs more bytes or
+ * stopped, or the error that failed the connection. */
+static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at_self)
+{
+    const struct lf_bound_hooks *k = &b->lf__hooks;
+
+    for (;;) {
+        size_t avail = b->lf__rx_end - b->lf__rx_start;
+        const unsigned char *at = b->lf__rx + b->lf__rx_start;
+
+        if (!b->lf__in_body) {
+            uint64_t id = 0;
+            size_t len = 0;
+            int rc;
+            if (avail < k->header_len)
+                return 0;
+            rc = k->parse_header(k->user, at, &id, &len);
+            b->lf__rx_start += k->header_len;
+            if (rc == 0 && k->max_body && len > k->max_body)
+                rc = EPROTO;
+            if (rc != 0 && rc != ENOMSG) {
+                lf__bound_fail(b, EPROTO, self);
+                return EPROTO;
+            }
+            pthread_mutex_lock(&b->lf__lock);
+            if (rc == ENOMSG) {
+                b->lf__stats.skipped++;
+            } else {
+                lf_bound_ctx *c = lf__bmap_find(b, id);
+                if (c == NULL) {
+                    b->lf__stats.stray++;
+                    if (k->flags & LF_BOUND_STRICT) {
+                        lf__bound_fail_locked(b, EPROTO, self);
+                        pthread_mutex_unlock(&b->lf__lock);
+                        return EPROTO;
+                    }
+                } else {
+                    /* claimed: from now on a timeout or cancel must go through lf__cur */
+                    lf__bmap_remove(c);
+                    c->lf__state = LF__BC_RECEIVING;
+                    if (len > c->cap) {
+                        b->lf__stats.refused++;
+                        lf__bound_finish(b, c, EPROTO, c != self);
+                    } else {
+                        b->lf__cur = c;
+                    }
+                }
+            }
+            pthread_mutex_unlock(&b->lf__lock);
+            b->lf__in_body = 1;
+            b->lf__body_len = len;
+            b->lf__body_off = 0;
+            continue;
+        }
+
+        size_t n = b->lf__body_len - b->lf__body_off;
+        if (n > avail)
+            n = avail;
+        if (n == 0 && b->lf__body_off < b->lf__body_len)
+            return 0;
+        pthread_mutex_lock(&b->lf__lock);
+        lf_bound_ctx *c = b->lf__cur; /* NULL: skipping (nobody's, withdrawn, refused) */
+        if (c && n) {
+            int bad = k->read_body ? k->read_body(k->user, c, at, n, b->lf__body_off)
+                                   : (memcpy((char *)c->buf + b->lf__body_off, at, n), 0);
+            if (bad) {
+                b->lf__stats.refused++;
+                lf__bound_finish(b, c, EPROTO, c != self);
+                b->lf__cur = c = NULL;
+            }
+        }
+        b->lf__rx_start += n;
+        b->lf__body_off += n;
+        if (b->lf__body_off == b->lf__body_len) {
+            b->lf__in_body = 0;
+            if (c) {
+                c->len = b->lf__body_len;
+                b->lf__stats.replies++;
+                if (c == self)
+                    b->lf__stats.own++;
+                else
+                    b->lf__stats.handed_off++;
+                lf__bound_finish(b, c, 0, c != self);
+                b->lf__cur = NULL;
+            }
+            if (stop_at_self && c == self && c != NULL) {
+                /* our own reply: stop here and let the next leader take what is
+                 * buffered, as the pattern says (with FIFO and replies in request
+                 * order, the next reply is usually the next leader's own) */
+                pthread_mutex_unlock(&b->lf__lock);
+                return 0;
+            }
+        }
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+}
+
+static inline int lf__bound_ms_until(const struct timespec *dl)
+{
+    struct timespec now;
+    long long ns;
+    if (dl == NULL)
+        return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    ns = (long long)(dl->tv_sec - now.tv_sec) * 1000000000LL + (dl->tv_nsec - now.tv_nsec);
+    if (ns <= 0)
+        return 0;
+    ns = (ns + 999999) / 1000000; /* round up: never wake before the deadline */
+    return ns > 0x7fffffff ? 0x7fffffff : (int)ns;
+}
+
+/* Read once into the receive buffer: 1 got bytes, 0 nothing there (EAGAIN), -1 the
+ * connection failed (every waiter has its result then). */
+static inline int lf__bound_fill(lf_bound *b, lf_bound_ctx *self)
+{
+    ssize_t got;
+    /* room for more: move a partial frame to the front when the tail is short */
+    if (b->lf__rx_start == b->lf__rx_end) {
+        b->lf__rx_start = b->lf__rx_end = 0;
+    } else if (LF_BOUND_RXBUF - b->lf__rx_end < LF_BOUND_HEADER_MAX) {
+        memmove(b->lf__rx, b->lf__rx + b->lf__rx_start, b->lf__rx_end - b->lf__rx_start);
+        b->lf__rx_end -= b->lf__rx_start;
+        b->lf__rx_start = 0;
+    }
+    do
+        got = read(b->lf__fd, b->lf__rx + b->lf__rx_end, LF_BOUND_RXBUF - b->lf__rx_end);
+    while (got < 0 && errno == EINTR);
+    if (got > 0) {
+        b->lf__rx_end += (size_t)got;
+        pthread_mutex_lock(&b->lf__lock);
+        b->lf__stats.reads++;
+        pthread_mutex_unlock(&b->lf__lock);
+        return 1;
+    }
+    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return 0;
+    lf__bound_fail(b, ECONNRESET, self); /* EOF or a broken connection */
+    return -1;
+}
+
+/* The leader's turn (bare mode): read and deliver until self's result is in (0),
+ * the connection failed (0: self has its result then too), or the deadline. */
+static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct timespec *deadline)
+{
+    for (;;) {
+        struct pollfd pfd[2];
+        int done, ms, got;
+
+        if (lf__bound_consume(b, self, 1) != 0)
+            return 0;
+        pthread_mutex_lock(&b->lf__lock);
+        done = self->lf__state == LF__BC_DONE || b->lf__failed;
+        pthread_mutex_unlock(&b->lf__lock);
+        if (done)
+            return 0;
+        if ((got = lf__bound_fill(b, self)) < 0)
+            return 0;
+        if (got > 0)
+            continue;
+        /* nothing buffered: wait for the connection, a kick, or the deadline */
+        ms = lf__bound_ms_until(deadline);
+        if (ms == 0)
+            return ETIMEDOUT;
+        pfd[0].fd = b->lf__fd;
+        pfd[0].events = POLLIN;
+        pfd[1].fd = b->lf__wake[0];
+        pfd[1].events = POLLIN;
+        pfd[0].revents = pfd[1].revents = 0;
+        if (poll(pfd, 2, ms) > 0 && (pfd[1].revents & POLLIN)) {
+            uint64_t drain;
+            ssize_t n = read(b->lf__wake[0], &drain, sizeof drain);
+            (void)n;
+        }
+    }
+}
+
+/* The context gives up (lock held): a timeout, a cancel or a shutdown. */
+static inline void lf__bound_withdraw_locked(lf_bound *b, lf_bound_ctx *c, int why)
+{
+    if (c->lf__state == LF__BC_WAITING) {
+        lf__bmap_remove(c);
+    } else if (c->lf__state == LF__BC_RECEIVING) {
+        /* the leader is reading its body: it skips the rest (it re-reads lf__cur
+         * under this lock before every copy, so nothing lands in c any more) */
+        if (b->lf__cur == c)
+            b->lf__cur = NULL;
+        b->lf__stats.stray++;
+    } else {
+        return; /* the result is already in: it wins */
+    }
+    if (why == ETIMEDOUT)
+        b->lf__stats.timeouts++;
+    else if (why == ECANCELED)
+        b->lf__stats.cancels++; /* other reasons: lf_bound_call's failed send */
+    lf__bound_finish(b, c, why, 0);
+}
+
+/* ------------------------------------------------------------------ >>api */
+
+static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks *hooks)
+{
+    int rc, fl;
+
+    if (b == NULL || hooks == NULL || hooks->parse_header == NULL || hooks->header_len == 0 ||
+        hooks->header_len > LF_BOUND_HEADER_MAX)
+        return EINVAL;
+    if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0)
+        return fd < 0 ? EINVAL : EBADF;
+    memset((void *)b, 0, offsetof(lf_bound, lf__rx)); /* not the buffer: 16 KiB of nothing */
+    if ((b->lf__map = (lf_bound_ctx **)calloc(LF_BOUND_BUCKETS, sizeof *b->lf__map)) == NULL)
+        return ENOMEM;
+#ifdef __linux__
+    b->lf__wake[0] = b->lf__wake[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    rc = b->lf__wake[0] < 0 ? errno : 0;
+#else
+    rc = pipe(b->lf__wake) != 0 ? errno : 0;
+    if (rc == 0) {
+        fcntl(b->lf__wake[0], F_SETFL, O_NONBLOCK);
+        fcntl(b->lf__wake[1], F_SETFL, O_NONBLOCK);
+    }
+#endif
+    if (rc) {
+        free(b->lf__map);
+        return rc;
+    }
+    if ((rc = lf_pool_init(&b->pool)) != 0) {
+        close(b->lf__wake[0]);
+        if (b->lf__wake[1] != b->lf__wake[0])
+            close(b->lf__wake[1]);
+        free(b->lf__map);
+        return rc;
+    }
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    b->lf__wpool = &b->pool;
+    b->lf__yield = lf__bound_kick;
+    pthread_cond_init(&b->lf__detached, NULL);
+    b->lf__hooks = *hooks;
+    b->lf__fd = fd;
+    pthread_mutex_init(&b->lf__lock, NULL);
+    pthread_mutex_init(&b->lf__send, NULL);
+    return 0;
+}
+
+static inline void lf__bound_detach(lf_bound *b);
+
+/* Contract: no context in flight, no thread inside, not from a handler; the fd stays
+ * open (yours), unless the bound was attached to a reactor (then the reactor closes
+ * it). */
+static inline int lf_bound_destroy(lf_bound *b)
+{
+    int rc;
+    if (b == NULL || b->lf__map == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&b->lf__lock);
+    rc = b->lf__in_flight ? EBUSY : 0;
+    pthread_mutex_unlock(&b->lf__lock);
+    if (rc || (rc = lf_pool_destroy(&b->pool)) != 0)
+        return rc;
+    if (b->lf__att) {
+        /* hybrid: take our handler out of the reactor (unless a failure did) and wait
+         * until its handle_close ran: a dispatch may still be reading into b */
+        lf__bound_detach(b);
+        pthread_mutex_lock(&b->lf__lock);
+        while (b->lf__attached)
+            pthread_cond_wait(&b->lf__detached, &b->lf__lock);
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+    close(b->lf__wake[0]);
+    if (b->lf__wake[1] != b->lf__wake[0])
+        close(b->lf__wake[1]);
+    free(b->lf__map);
+    b->lf__map = NULL;
+    pthread_cond_destroy(&b->lf__detached);
+    pthread_mutex_destroy(&b->lf__lock);
+    pthread_mutex_destroy(&b->lf__send);
+    return 0;
+}
+
+/* Contract: any thread; c is then used by one thread at a time. */
+static inline int lf_bound_ctx_init(lf_bound_ctx *c, void *buf, size_t cap, int priority)
+{
+    if (c == NULL || (buf == NULL && cap != 0))
+        return EINVAL;
+    memset((void *)c, 0, sizeof *c);
+    c->buf = buf;
+    c->cap = cap;
+    return lf_follower_init(&c->lf__f, priority);
+}
+
+static inline void lf_bound_ctx_destroy(lf_bound_ctx *c)
+{
+    if (c)
+        lf_follower_destroy(&c->lf__f);
+}
+
+/* Contract: the thread that owns c, before it sends the request. */
+static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
+{
+    int rc = 0;
+    if (b == NULL || c == NULL || b->lf__map == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&b->lf__lock);
+    if (b->lf__failed)
+        rc = b->lf__failed;
+    else if (c->lf__state != LF__BC_IDLE)
+        rc = EBUSY;
+    else if (lf__bmap_find(b, id) != NULL || (b->lf__cur && b->lf__cur->id == id))
+        rc = EEXIST;
+    if (rc == 0) {
+        c->id = id;
+        c->len = 0;
+        c->lf__state = LF__BC_WAITING;
+        lf__bmap_insert(b, c);
+        b->lf__in_flight++;
+    }
+    pthread_mutex_unlock(&b->lf__lock);
+    return rc;
+}
+
+/* Contract: any thread. One whole request, never interleaved with another. */
+static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
+{
+    const char *p = (const char *)data;
+    int rc = 0;
+    if (b == NULL || b->lf__map == NULL || (data == NULL && len))
+        return EINVAL;
+    pthread_mutex_lock(&b->lf__send);
+    pthread_mutex_lock(&b->lf__lock);
+    rc = b->lf__failed;
+    pthread_mutex_unlock(&b->lf__lock);
+    while (len && rc == 0) {
+        ssize_t n = send(b->lf__fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK)
+            n = write(b->lf__fd, p, len); /* a pipe: the caller handles SIGPIPE */
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            /* full: wait for room, looking at lf__failed every 50 ms, so that a
+             * shutdown or a failure also ends a send the server never drains */
+            struct pollfd pfd;
+            pfd.fd = b->lf__fd;
+            pfd.events = POLLOUT;
+            pfd.revents = 0;
+            (void)poll(&pfd, 1, 50);
+        } else {
+            rc = ECONNRESET;
+        }
+        pthread_mutex_lock(&b->lf__lock);
+        if (rc == 0 && b->lf__failed)
+            rc = b->lf__failed;
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+    pthread_mutex_unlock(&b->lf__send);
+    if (rc == ECONNRESET)
+        lf__bound_fail(b, ECONNRESET, NULL);
+    return rc;
+}
+
+static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
+                                         const struct timespec *deadline);
+
+/* c's result, if it is in (lock held): LF__BC_IDLE again, and 1. */
+static inline int lf__bound_collect(lf_bound *b, lf_bound_ctx *c, int *rc)
+{
+    if (c->lf__state != LF__BC_DONE)
+        return 0;
+    *rc = c->lf__result;
+    c->lf__state = LF__BC_IDLE;
+    b->lf__in_flight--;
+    return 1;
+}
+
+/* Contract: the thread that owns c, after lf_bound_expect. */
+static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct timespec *deadline)
+{
+    if (b == NULL || c == NULL || b->lf__map == NULL)
+        return EINVAL;
+    if (b->lf__r)
+        return lf__bound_join_reactor(b, c, deadline);
+    for (;;) {
+        int rc;
+        pthread_mutex_lock(&b->lf__lock);
+        if (c->lf__state == LF__BC_IDLE) {
+            pthread_mutex_unlock(&b->lf__lock);
+            return EINVAL; /* nothing expected */
+        }
+        if (lf__bound_collect(b, c, &rc)) {
+            pthread_mutex_unlock(&b->lf__lock);
+            return rc;
+        }
+        pthread_mutex_unlock(&b->lf__lock);
+
+        rc = lf_pool_lead(&b->pool, &c->lf__f, deadline);
+        if (rc == 0) {
+            rc = lf__bound_lead(b, c, deadline);
+            lf_pool_leave(&b->pool, &c->lf__f); /* the next follower leads, in policy order */
+        }
+        if (rc == ETIMEDOUT || rc == ECANCELED) {
+            pthread_mutex_lock(&b->lf__lock);
+            lf__bound_withdraw_locked(b, c, rc);
+            pthread_mutex_unlock(&b->lf__lock);
+        } else if (rc != 0 && rc != EINTR) {
+            return rc; /* EINVAL: c's follower is in use by another thread */
+        }
+        /* EINTR (notified) or 0 (led): the result is in, or look again */
+    }
+}
+
+/* Contract: any thread. */
+static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
+{
+    int rc = 0;
+    if (b == NULL || c == NULL || b->lf__map == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&b->lf__lock);
+    if (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING) {
+        lf__bound_withdraw_locked(b, c, ECANCELED);
+        lf__bound_wake(b, c); /* under the lock: c is still there */
+    } else {
+        rc = ENOENT;
+    }
+    pthread_mutex_unlock(&b->lf__lock);
+    return rc;
+}
+
+static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
+                                size_t len, const struct timespec *deadline)
+{
+    int rc = lf_bound_expect(b, c, id);
+    if (rc)
+        return rc;
+    if ((rc = lf_bound_send(b, req, len)) != 0) {
+        /* nothing to wait for: withdraw the context (not counted as a cancel; a
+         * connection failure may have completed it already) and collect it */
+        pthread_mutex_lock(&b->lf__lock);
+        lf__bound_withdraw_locked(b, c, rc);
+        pthread_mutex_unlock(&b->lf__lock);
+        (void)lf_bound_join(b, c, NULL);
+        return rc;
+    }
+    return lf_bound_join(b, c, deadline);
+}
+
+/* Contract: any thread. Final. */
+static inline int lf_bound_shutdown(lf_bound *b)
+{
+    if (b == NULL || b->lf__map == NULL)
+        return EINVAL;
+    lf__bound_fail(b, ECANCELED, NULL);
+    return lf_pool_shutdown(&b->pool);
+}
+
+static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
+{
+    if (out == NULL)
+        return EINVAL;
+    memset((void *)out, 0, sizeof *out); /* defined on error too */
+    if (b == NULL || b->lf__map == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&b->lf__lock);
+    *out = b->lf__stats;
+    out->in_flight = b->lf__in_flight;
+    out->failed = b->lf__failed;
+    pthread_mutex_unlock(&b->lf__lock);
+    return lf_pool_stats(&b->pool, &out->pool);
+}
+
+/* ------------------------------------------------------------------ >>hybrid
+ * Hybrid client/server: the connection is a handle of an lf_reactor, and a thread
+ * waiting for its reply turns that reactor (one event per turn, as leader and then
+ * processing thread) instead of waiting on the connection alone. So it serves other
+ * handles meanwhile (incoming requests, timers), and the replies are read by whichever
+ * thread the reactor dispatches the connection's handler to. Waiters park in the
+ * reactor's pool; a reply wakes its waiter there (lf_pool_notify), and if that
+ * waiter is the reactor's leader, its wait is made to return (lf__yield_leader). */
+#ifdef LF_REACTOR_H_INCLUDED
+
+typedef struct lf__bound_att {
+    lf_handler h; /* first: the reactor hands us &h */
+    lf_bound *b;
+} lf__bound_att;
+
+/* the context this thread waits for in lf_bound_join (NULL: none), shared by every
+ * file of the program like the reactor's own per-thread state */
+LF__SHARED LF__THREAD_LOCAL lf_bound_ctx *lf__bound_self;
+
+static inline void lf__bound_yield_reactor(lf_bound *b)
+{
+    lf__yield_leader((lf_reactor *)b->lf__r);
+}
+
+/* The connection is readable: read what is there and deliver every reply. One
+ * thread at a time (the reactor's promise), so the receive state needs no lock. */
+static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
+{
+    lf_bound *b = ((lf__bound_att *)(void *)h)->b;
+    (void)fd;
+    (void)events;
+    for (;;) {
+        if (lf__bound_consume(b, lf__bound_self, 0) != 0)
+            return LF_REMOVE; /* failed: every waiter has its error */
+        switch (lf__bound_fill(b, lf__bound_self)) {
+        case 1:
+            continue;
+        case 0:
+            return LF_KEEP; /* drained: wait for more */
+        default:
+            return LF_REMOVE;
+        }
+    }
+}
+
+static inline void lf__bound_on_close(lf_handler *h)
+{
+    lf__bound_att *a = (lf__bound_att *)(void *)h;
+    lf_bound *b = a->b;
+    pthread_mutex_lock(&b->lf__lock);
+    b->lf__attached = 0;
+    pthread_cond_broadcast(&b->lf__detached);
+    pthread_mutex_unlock(&b->lf__lock);
+    free(a);
+}
+
+static inline void lf__bound_detach(lf_bound *b)
+{
+    lf__bound_att *a = (lf__bound_att *)b->lf__att;
+    (void)lf_reactor_remove((lf_reactor *)b->lf__r, &a->h); /* ENOENT: a failure did */
+}
+
+/* Contract: before any thread uses b; r is initialised, not LF_REACTOR_CONCURRENT and
+ * not in a group. From now on the reactor owns the connection's fd (it closes it). */
+static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
+{
+    lf__bound_att *a;
+    int rc;
+    if (b == NULL || r == NULL || b->lf__map == NULL)
+        return EINVAL;
+    if (r->lf__concurrent || r->lf__group)
+        return ENOTSUP; /* no leader slot of its own for the waiters to take turns at */
+    if (b->lf__att)
+        return EBUSY;
+    if ((a = (lf__bound_att *)calloc(1, sizeof *a)) == NULL)
+        return ENOMEM;
+    a->b = b;
+    lf_handler_init(&a->h, lf__bound_on_event, lf__bound_on_close);
+    pthread_mutex_lock(&b->lf__lock);
+    b->lf__attached = 1;
+    pthread_mutex_unlock(&b->lf__lock);
+    if ((rc = lf_reactor_register(r, &a->h, b->lf__fd, LF_EV_READ)) != 0) {
+        b->lf__attached = 0;
+        free(a);
+        return rc;
+    }
+    b->lf__r = r;
+    b->lf__att = a;
+    b->lf__wpool = &r->pool;
+    b->lf__yield = lf__bound_yield_reactor;
+    return 0;
+}
+
+/* lf_bound_join in hybrid mode: turn the reactor until c's result is in. */
+static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
+                                         const struct timespec *deadline)
+{
+    lf_reactor *r = (lf_reactor *)b->lf__r;
+    lf_bound_ctx *outer = lf__bound_self; /* a join nested in a handler's upcall */
+    int rc;
+
+    lf__rcu_enter();
+    lf__bound_self = c;
+    for (;;) {
+        pthread_mutex_lock(&b->lf__lock);
+        if (c->lf__state == LF__BC_IDLE) {
+            pthread_mutex_unlock(&b->lf__lock);
+            rc = EINVAL;
+            break;
+        }
+        if (lf__bound_collect(b, c, &rc)) {
+            pthread_mutex_unlock(&b->lf__lock);
+            break;
+        }
+        pthread_mutex_unlock(&b->lf__lock);
+
+        rc = lf_pool_lead(&r->pool, &c->lf__f, deadline);
+        if (rc == 0) {
+            lf_event ev;
+            rc = lf__wait(r, &ev, deadline);
+            if (rc == 0) {
+                lf_pool_promote(&r->pool, &c->lf__f);
+                lf__dispatch(r, &ev); /* maybe our own reply, maybe someone's request */
+            } else if (rc == EINTR && lf__load(&r->lf__stopped, relaxed)) {
+                rc = ECANCELED;
+            }
+            lf_pool_leave(&r->pool, &c->lf__f);
+        }
+        if (rc == ETIMEDOUT || rc == ECANCELED) {
+            pthread_mutex_lock(&b->lf__lock);
+            lf__bound_withdraw_locked(b, c, rc);
+            pthread_mutex_unlock(&b->lf__lock);
+        } else if (rc != 0 && rc != EINTR && rc != EAGAIN) {
+            pthread_mutex_lock(&b->lf__lock); /* the reactor failed: give up */
+            lf__bound_withdraw_locked(b, c, ECANCELED);
+            pthread_mutex_unlock(&b->lf__lock);
+        }
+    }
+    lf__bound_self = outer;
+    return rc;
+}
+
+#else
+
+static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
+                                         const struct timespec *deadline)
+{
+    (void)b;
+    (void)c;
+    (void)deadline;
+    return EINVAL; /* unreachable: only lf_bound_attach sets lf__r */
+}
+
+static inline void lf__bound_detach(lf_bound *b)
+{
+    (void)b;
+}
+
+#endif
+
+#endif /* LF_BOUND_H_INCLUDED */

@@ -1,0 +1,394 @@
+/* lf_bound attached to an lf_reactor (hybrid client/server): threads waiting for
+ * their replies keep turning the reactor.
+ *
+ * - No dead-lock: every thread of our server waits for a reply from a peer, and the
+ *   peer answers each request only after our server has served a call-back for it
+ *   on another connection. Without the reactor (control: the same set-up with a
+ *   bare bound) the call times out; with it, every call completes, and a periodic
+ *   timer keeps firing although no thread runs lf_reactor_run.
+ * - Nested upcall: a handler dispatched by a waiting thread makes its own call; the
+ *   inner call completes first, then the outer one (the policy is "allow").
+ * - A deadline, lf_reactor_stop and a peer that hangs up end the waits with
+ *   ETIMEDOUT, ECANCELED and ECONNRESET; lf_bound_destroy waits for its handler. */
+#define LF_BOUND_REACTOR 1
+#include "../lf_bound.h"
+#include "lf_test.h"
+
+#include <sys/socket.h>
+
+#define MAGIC 0x4c464231u
+#define HDR 16
+#define THREADS 3
+
+static lf_reactor r;
+static lf_bound b;
+
+static void put_frame(unsigned char *f, uint64_t id, uint64_t body)
+{
+    uint32_t m = MAGIC, len = 8;
+    memcpy(f, &m, 4);
+    memcpy(f + 4, &len, 4);
+    memcpy(f + 8, &id, 8);
+    memcpy(f + HDR, &body, 8);
+}
+
+static int parse(void *user, const unsigned char *h, uint64_t *id, size_t *len)
+{
+    uint32_t m, l;
+    (void)user;
+    memcpy(&m, h, 4);
+    memcpy(&l, h + 4, 4);
+    memcpy(id, h + 8, 8);
+    *len = l;
+    return m == MAGIC ? 0 : EPROTO;
+}
+
+static void write_all(int fd, const void *p, size_t n)
+{
+    const char *c = (const char *)p;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EAGAIN) {
+            lft_sleep_ms(1);
+            continue;
+        }
+        CHECK(w > 0);
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+/* blocking read of one frame: 1, or 0 at EOF */
+static int read_frame(int fd, uint64_t *id, uint64_t *body)
+{
+    unsigned char f[HDR + 8];
+    size_t got = 0;
+    while (got < sizeof f) {
+        ssize_t n = read(fd, f + got, sizeof f - got);
+        if (got == 0 && (n == 0 || (n < 0 && errno == ECONNRESET)))
+            return 0; /* hung up (with our request unread: ECONNRESET) */
+        CHECK(n > 0);
+        got += (size_t)n;
+    }
+    memcpy(id, f + 8, 8);
+    memcpy(body, f + HDR, 8);
+    return 1;
+}
+
+static void bound_up(int fd, int attach)
+{
+    struct lf_bound_hooks hooks;
+    memset(&hooks, 0, sizeof hooks);
+    hooks.header_len = HDR;
+    hooks.parse_header = parse;
+    CHECK_EQ(lf_bound_init(&b, fd, &hooks), 0);
+    if (attach)
+        CHECK_EQ(lf_bound_attach(&b, &r), 0);
+}
+
+/* ------------------------------------------------------------------ no dead-lock */
+
+static int peer_c1, peer_c2; /* the peer's ends of the call and call-back connections */
+static long long peer_quota;
+static LFT_ATOMIC(long long) callbacks, ticks;
+
+/* The peer: for each request, first a call-back to our server, then the reply. */
+static void *peer(void *arg)
+{
+    (void)arg;
+    for (long long k = 0; k < peer_quota; k++) {
+        uint64_t id, body, cid, cbody;
+        unsigned char f[HDR + 8];
+        if (!read_frame(peer_c1, &id, &body))
+            return NULL;
+        CHECK_EQ(body, id * 2);
+        put_frame(f, id, id * 3); /* "call me back about id" */
+        write_all(peer_c2, f, sizeof f);
+        if (!read_frame(peer_c2, &cid, &cbody))
+            return NULL; /* the control run: nobody answers, then we hang up */
+        CHECK_EQ(cid, id);
+        CHECK_EQ(cbody, id * 5);
+        put_frame(f, id, id * 7); /* the reply */
+        write_all(peer_c1, f, sizeof f);
+    }
+    return NULL;
+}
+
+/* Our server's call-back service, a plain handler of the reactor. */
+typedef struct service {
+    lf_handler h;
+    lf_timer t;
+} service;
+
+static int on_callback(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    if (events & LF_EV_TIMEOUT)
+        lft_add(&ticks, 1LL);
+    if (events & LF_EV_READ) {
+        for (;;) {
+            unsigned char f[HDR + 8];
+            uint64_t id, body;
+            ssize_t n = read(fd, f, sizeof f); /* 24-byte frames, written whole */
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            if (n == 0)
+                return LF_REMOVE;
+            CHECK_EQ(n, (ssize_t)sizeof f);
+            memcpy(&id, f + 8, 8);
+            memcpy(&body, f + HDR, 8);
+            CHECK_EQ(body, id * 3);
+            put_frame(f, id, id * 5);
+            write_all(fd, f, sizeof f);
+            lft_add(&callbacks, 1LL);
+        }
+    }
+    return LF_KEEP;
+}
+
+static long long calls_per_thread;
+
+static void *caller(void *arg)
+{
+    long t = (long)arg;
+    lf_bound_ctx c;
+    unsigned char buf[8];
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    for (long long k = 0; k < calls_per_thread; k++) {
+        uint64_t id = ((uint64_t)(t + 1) << 32) | (uint64_t)k, got;
+        unsigned char f[HDR + 8];
+        put_frame(f, id, id * 2);
+        CHECK_EQ(lf_bound_call(&b, &c, id, f, sizeof f, NULL), 0);
+        CHECK_EQ(c.len, 8u);
+        memcpy(&got, buf, 8);
+        CHECK_EQ(got, id * 7);
+        lft_progress();
+    }
+    lf_bound_ctx_destroy(&c);
+    return NULL;
+}
+
+/* The control: a bare bound in the same set-up cannot serve the call-back. */
+static void bare_would_deadlock(void)
+{
+    int c1[2], c2[2];
+    pthread_t p;
+    lf_bound_ctx c;
+    unsigned char buf[8], f[HDR + 8];
+    struct timespec dl;
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, c1) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, c2) == 0);
+    peer_c1 = c1[1];
+    peer_c2 = c2[1];
+    peer_quota = 1;
+    bound_up(c1[0], 0);
+    CHECK(pthread_create(&p, NULL, peer, NULL) == 0);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    put_frame(f, 1, 2);
+    CHECK_EQ(lf_deadline_in(&dl, 200 * 1000000LL), 0);
+    CHECK_EQ(lf_bound_call(&b, &c, 1, f, sizeof f, &dl), ETIMEDOUT);
+    close(c2[0]); /* the peer gives up waiting for its call-back */
+    CHECK(pthread_join(p, NULL) == 0);
+    lf_bound_ctx_destroy(&c);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    close(c1[0]);
+    close(c1[1]);
+    close(c2[1]);
+}
+
+static void no_deadlock(void)
+{
+    int c1[2], c2[2];
+    pthread_t p, th[THREADS];
+    service svc;
+    struct lf_bound_stats s;
+
+    lft_store(&callbacks, 0LL);
+    lft_store(&ticks, 0LL);
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, c1) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, c2) == 0);
+    CHECK(fcntl(c2[0], F_SETFL, O_NONBLOCK) == 0);
+    peer_c1 = c1[1];
+    peer_c2 = c2[1];
+    calls_per_thread = lft_scaled(400);
+    peer_quota = THREADS * calls_per_thread;
+    bound_up(c1[0], 1);
+    memset(&svc, 0, sizeof svc);
+    lf_handler_init(&svc.h, on_callback, NULL);
+    CHECK_EQ(lf_reactor_register(&r, &svc.h, c2[0], LF_EV_READ), 0);
+    lf_timer_init(&svc.t);
+    CHECK_EQ(lf_reactor_timer_start(&r, &svc.t, &svc.h, 1000000, 1000000), 0);
+
+    CHECK(pthread_create(&p, NULL, peer, NULL) == 0);
+    for (long i = 0; i < THREADS; i++) /* the server's only threads: all of them call */
+        CHECK(pthread_create(&th[i], NULL, caller, (void *)i) == 0);
+    for (int i = 0; i < THREADS; i++)
+        CHECK(pthread_join(th[i], NULL) == 0);
+    CHECK(pthread_join(p, NULL) == 0);
+
+    CHECK_EQ(lft_load(&callbacks), peer_quota);
+    CHECK(lft_load(&ticks) > 0); /* timers were served by the waiting threads too */
+    CHECK_EQ(lf_bound_stats(&b, &s), 0);
+    CHECK_EQ(s.replies, (unsigned long long)peer_quota);
+    CHECK_EQ(s.own + s.handed_off, s.replies);
+    CHECK_EQ(s.stray + s.timeouts + s.cancels, 0ULL);
+    CHECK_EQ(lf_bound_destroy(&b), 0); /* removes its handler and waits for the close */
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(c1[1]);
+    close(c2[1]);
+    printf("t_reactor_hybrid %s/%s: %d threads, all waiting, made %lld calls that each "
+           "needed a call-back first; %lld timer ticks meanwhile; %llu replies read by "
+           "their own waiter, %llu handed off\n",
+           lf_reactor_backend_name(), lf_promote_name(), THREADS, peer_quota,
+           lft_load(&ticks), s.own, s.handed_off);
+}
+
+/* ------------------------------------------------------------------ nested upcall */
+
+static int echo_fd; /* the peer's end */
+static LFT_ATOMIC(int) nested_ok;
+static _Thread_local int inside_outer_call;
+
+/* Echo peer: gets the outer request, then the nested one; answers nested, then outer. */
+static void *echo_peer(void *arg)
+{
+    uint64_t outer, inner, body;
+    unsigned char f[HDR + 8];
+    (void)arg;
+    CHECK(read_frame(echo_fd, &outer, &body));
+    CHECK(read_frame(echo_fd, &inner, &body));
+    put_frame(f, inner, inner + 1);
+    write_all(echo_fd, f, sizeof f);
+    put_frame(f, outer, outer + 1);
+    write_all(echo_fd, f, sizeof f);
+    return NULL;
+}
+
+static int on_nested(lf_handler *h, int fd, uint32_t events)
+{
+    lf_bound_ctx c;
+    unsigned char buf[8], f[HDR + 8];
+    uint64_t got;
+    (void)h;
+    (void)fd;
+    (void)events;
+    CHECK_EQ(inside_outer_call, 1); /* dispatched by the thread that waits */
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    put_frame(f, 99, 0);
+    CHECK_EQ(lf_bound_call(&b, &c, 99, f, sizeof f, NULL), 0);
+    memcpy(&got, buf, 8);
+    CHECK_EQ(got, 100u);
+    lf_bound_ctx_destroy(&c);
+    lft_store(&nested_ok, 1);
+    return LF_KEEP;
+}
+
+static void nested_upcall(void)
+{
+    int e[2], ev;
+    pthread_t p;
+    lf_handler h;
+    lf_bound_ctx c;
+    unsigned char buf[8], f[HDR + 8];
+    uint64_t got;
+
+    lft_store(&nested_ok, 0);
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
+    echo_fd = e[1];
+    bound_up(e[0], 1);
+    CHECK((ev = eventfd(0, EFD_NONBLOCK)) >= 0);
+    lf_handler_init(&h, on_nested, NULL);
+    CHECK_EQ(lf_reactor_register(&r, &h, ev, LF_EV_READ), 0);
+    CHECK(pthread_create(&p, NULL, echo_peer, NULL) == 0);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    /* the notification is queued before we wait: our own turn dispatches it */
+    CHECK_EQ(lf_reactor_notify(&r, &h, LF_EV_NOTIFY), 0);
+    put_frame(f, 7, 0);
+    inside_outer_call = 1;
+    CHECK_EQ(lf_bound_call(&b, &c, 7, f, sizeof f, NULL), 0);
+    inside_outer_call = 0;
+    memcpy(&got, buf, 8);
+    CHECK_EQ(got, 8u);
+    CHECK_EQ(lft_load(&nested_ok), 1); /* the inner call completed inside the outer one */
+    CHECK(pthread_join(p, NULL) == 0);
+    lf_bound_ctx_destroy(&c);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(e[1]);
+}
+
+/* ------------------------------------------------------------------ ends of waiting */
+
+static LFT_ATOMIC(int) ended[THREADS];
+
+static void *waiter(void *arg)
+{
+    long t = (long)arg;
+    lf_bound_ctx c;
+    unsigned char buf[8];
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    CHECK_EQ(lf_bound_expect(&b, &c, (uint64_t)t), 0);
+    lft_store(&ended[t], lf_bound_join(&b, &c, NULL));
+    lf_bound_ctx_destroy(&c);
+    return NULL;
+}
+
+static unsigned waiting_now(void)
+{
+    struct lf_reactor_stats s;
+    CHECK_EQ(lf_reactor_stats(&r, &s), 0);
+    return s.pool.leader + s.pool.followers;
+}
+
+/* rc ECANCELED: stop the reactor under the waiters; ECONNRESET: the peer hangs up */
+static void ends(int how)
+{
+    int e[2];
+    pthread_t th[THREADS];
+    lf_bound_ctx c;
+    unsigned char buf[8];
+    struct timespec dl;
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
+    bound_up(e[0], 1);
+    if (how == ECANCELED) {
+        /* a deadline first: a lone waiter leads and times out */
+        CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+        CHECK_EQ(lf_bound_expect(&b, &c, 1000), 0);
+        CHECK_EQ(lf_deadline_in(&dl, 30 * 1000000LL), 0);
+        CHECK_EQ(lf_bound_join(&b, &c, &dl), ETIMEDOUT);
+        lf_bound_ctx_destroy(&c);
+    }
+    for (long i = 0; i < THREADS; i++) {
+        lft_store(&ended[i], -1);
+        CHECK(pthread_create(&th[i], NULL, waiter, (void *)i) == 0);
+    }
+    AWAIT(waiting_now() == THREADS, "every waiter leads or follows in the reactor's pool");
+    if (how == ECANCELED)
+        CHECK_EQ(lf_reactor_stop(&r), 0);
+    else
+        close(e[1]); /* EOF on the connection */
+    for (int i = 0; i < THREADS; i++) {
+        CHECK(pthread_join(th[i], NULL) == 0);
+        CHECK_EQ(lft_load(&ended[i]), how);
+    }
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    if (how == ECANCELED)
+        close(e[1]);
+}
+
+int main(void)
+{
+    lft_start("t_reactor_hybrid", 30);
+    bare_would_deadlock();
+    no_deadlock();
+    nested_upcall();
+    ends(ECANCELED);
+    ends(ECONNRESET);
+    return 0;
+}

@@ -137,6 +137,12 @@ $(RESULTS)/compile/install:
 	@test/check.sh $@ "install: pkg-config, CMake, lf.h alone, uninstall" compiles -- test/install.sh $(CC) $(BUILD)/install
 RUN_compile += $(RESULTS)/compile/install
 
+# Static analysis (make lint runs it alone): cppcheck and clang-tidy over every
+# header in each policy/backend configuration and over the tests; zero findings.
+$(RESULTS)/compile/lint:
+	@test/check.sh $@ "lint: cppcheck + clang-tidy, zero findings" compiles -- test/lint.sh $(BUILD)/lint
+RUN_compile += $(RESULTS)/compile/lint
+
 # ---------------------------------------------------------------- install
 # make install PREFIX=/usr/local DESTDIR=    the headers into $(PREFIX)/include/lf/,
 # lf.pc (pkg-config) and a CMake package (find_package(lf) -> target lf::lf). The
@@ -229,7 +235,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---------------------------------------------------------------- targets
-.PHONY: test setup bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
+.PHONY: test setup lint bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
 
 setup:
 	@test/setup.sh
@@ -261,6 +267,9 @@ stress: setup
 	  ENV_plain="LF_TEST_MULT=$(STRESS_MULT) LF_TEST_PER_DISPATCH=1 LF_TEST_MIN_DISPATCH=$(STRESS_MIN) LF_TEST_STALL_S=120" \
 	  RESULTS=$(BUILD)/results/stress $(foreach v,$(REACTOR_VARIANTS),$(BUILD)/results/stress/plain/t_reactor_stress.$v)
 	@grep -h "t_reactor_stress" $(BUILD)/results/stress/plain/*.log
+
+lint: setup
+	@test/lint.sh $(BUILD)/lint
 
 bench: setup
 	@bench/promote.sh $(BUILD)/bench

@@ -423,6 +423,7 @@ static inline lf__heap_node **lf__heap_slot(lf__heap *h, size_t k, lf__heap_node
     while (bit <= k / 2)
         bit <<= 1;
     for (bit >>= 1; bit != 0; bit >>= 1) {
+        LF_ASSERT(*link != NULL); /* a complete tree: positions below k all exist */
         *above = *link;
         link = (k & bit) ? &(*link)->right : &(*link)->left;
     }
@@ -467,6 +468,7 @@ static inline void lf__heap_remove(lf__heap *h, lf__heap_node *n)
     lf__heap_node **link = lf__heap_slot(h, h->count, &above);
 
     last = *link;
+    LF_ASSERT(last != NULL); /* count >= 1: n is in the heap */
     *link = NULL; /* detach the last node; it refills n's place */
     h->count--;
     if (last == n)
@@ -518,7 +520,7 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         /* BITSET wait: the only futex wait whose timeout is an absolute
          * CLOCK_MONOTONIC time, which is what our deadlines are */
         if (syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                    LF__WAITING, deadline, NULL, FUTEX_BITSET_MATCH_ANY) != 0 &&
+                    LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY) != 0 &&
             errno == ETIMEDOUT) {
             pthread_mutex_lock(&p->lf__lock);
             return ETIMEDOUT;
@@ -533,7 +535,8 @@ static inline void lf__post_locked(lf_follower *f, uint32_t verdict)
 
 static inline void lf__post_unlocked(lf_follower *f)
 {
-    syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0);
+    syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
+            (struct timespec *)NULL, (uint32_t *)NULL, 0);
 }
 
 #endif
@@ -791,10 +794,8 @@ static inline int lf_pool_destroy(lf_pool *p)
     return 0;
 }
 
-static inline int lf__args_ok(lf_pool *p, lf_follower *f)
-{
-    return p != NULL && f != NULL && p->lf__tag == LF__TAG;
-}
+/* A macro, not a function: static analysers then see the NULL checks at each use. */
+#define lf__args_ok(p, f) ((p) != NULL && (f) != NULL && (p)->lf__tag == LF__TAG)
 
 /* The slot is being given up by its leader (lock held). Hand it to the next follower
  * in policy order, or leave it vacant. Returns the follower to wake after unlock. */

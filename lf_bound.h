@@ -337,12 +337,17 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
     if (b->lf__failed)
         return;
     b->lf__failed = err;
-    for (size_t i = 0; i < LF_BOUND_BUCKETS; i++)
-        while (b->lf__map[i]) {
-            lf_bound_ctx *c = b->lf__map[i];
-            lf__bmap_remove(c);
+    for (size_t i = 0; i < LF_BOUND_BUCKETS; i++) {
+        /* the bucket goes whole; each context leaves it before it may wake */
+        lf_bound_ctx *c = b->lf__map[i], *next;
+        b->lf__map[i] = NULL;
+        for (; c != NULL; c = next) {
+            next = c->lf__next;
+            c->lf__next = NULL;
+            c->lf__pprev = NULL;
             lf__bound_finish(b, c, err, c != self);
         }
+    }
     if (b->lf__cur) {
         lf__bound_finish(b, b->lf__cur, err, b->lf__cur != self);
         b->lf__cur = NULL;
@@ -567,7 +572,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0)
         return fd < 0 ? EINVAL : EBADF;
     memset((void *)b, 0, offsetof(lf_bound, lf__rx)); /* not the buffer: 16 KiB of nothing */
-    if ((b->lf__map = (lf_bound_ctx **)calloc(LF_BOUND_BUCKETS, sizeof *b->lf__map)) == NULL)
+    if ((b->lf__map = (lf_bound_ctx **)calloc(LF_BOUND_BUCKETS, sizeof(lf_bound_ctx *))) == NULL)
         return ENOMEM;
 #ifdef __linux__
     b->lf__wake[0] = b->lf__wake[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

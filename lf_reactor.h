@@ -72,7 +72,7 @@
  *   the old handler may still be in flight; generation tags reject what is left.
  *
  * FUNCTIONS (all thread-safe; errors are errno values as in lf.h)
- *   int lf_reactor_init(lf_reactor *r)             ENOMEM, EMFILE, ...
+ *   int lf_reactor_init(lf_reactor *r)             ENOMEM, EMFILE, EAGAIN (no key), ...
  *   int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
  *       LF_REACTOR_CONCURRENT (epoll only, else ENOTSUP): the pattern's relaxed
  *       serialization. No leader slot: every running thread waits in epoll_wait on
@@ -385,6 +385,7 @@ LF__SHARED LF__THREAD_LOCAL int lf__rcu_is_registered;
 LF__SHARED LF__THREAD_LOCAL lf_handler *lf__dispatching; /* the handler this thread runs */
 LF__SHARED pthread_key_t lf__rcu_key;
 LF__SHARED pthread_once_t lf__rcu_once = PTHREAD_ONCE_INIT;
+LF__SHARED int lf__rcu_key_err; /* what pthread_key_create said, once per program */
 
 static inline void lf__rcu_thread_exit(void *unused)
 {
@@ -397,7 +398,16 @@ static inline void lf__rcu_thread_exit(void *unused)
 
 static inline void lf__rcu_make_key(void)
 {
-    pthread_key_create(&lf__rcu_key, lf__rcu_thread_exit);
+    lf__rcu_key_err = pthread_key_create(&lf__rcu_key, lf__rcu_thread_exit);
+}
+
+/* lf_reactor_init asks first: without the key a registered thread could exit without
+ * unregistering, so no reactor is made then (EAGAIN, the key limit). Every later
+ * lf__rcu_enter is on a thread that uses an initialised reactor. */
+static inline int lf__rcu_key_ready(void)
+{
+    pthread_once(&lf__rcu_once, lf__rcu_make_key);
+    return lf__rcu_key_err;
 }
 
 /* Every entry point that reads the table calls this first. */
@@ -1044,8 +1054,8 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
         lf__read_lock();
         h = lf__lookup(r, r->lf__cfd[i]);
         r->lf__pfd[i].fd = r->lf__cfd[i];
-        r->lf__pfd[i].events = (short)(h && (h->lf__mask & LF_EV_READ) ? POLLIN : 0);
-        r->lf__pfd[i].events |= (short)(h && (h->lf__mask & LF_EV_WRITE) ? POLLOUT : 0);
+        r->lf__pfd[i].events = (short)((h && (h->lf__mask & LF_EV_READ) ? POLLIN : 0) |
+                                       (h && (h->lf__mask & LF_EV_WRITE) ? POLLOUT : 0));
         r->lf__pfd[i].revents = 0;
         lf__read_unlock();
     }
@@ -1107,7 +1117,7 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
             maxfd = fd;
     }
     tv.tv_sec = timeout_ms / 1000;
-    tv.tv_usec = (timeout_ms % 1000) * 1000;
+    tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
     n = select(maxfd + 1, &rs, &ws, NULL, timeout_ms < 0 ? NULL : &tv);
     if (n < 0)
         return errno == EINTR ? 0 : errno; /* EBADF: a handle closed under us; retry */
@@ -1315,7 +1325,7 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
 
     for (;;) {
         struct epoll_event e;
-        int n, rc, ms;
+        int n, rc, ms, err;
 
         if (lf__load(&r->lf__stopped, relaxed))
             return ECANCELED;
@@ -1334,9 +1344,10 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
         if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
             return rc;
         n = epoll_wait(r->lf__epfd, &e, 1, ms);
+        err = errno;
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
-        if (n < 0 && errno != EINTR)
-            return errno;
+        if (n < 0 && err != EINTR)
+            return err != 0 ? err : EIO; /* never 0, which says *ev is filled */
         if (n <= 0)
             continue;
         if (e.data.u64 == LF__WAKE_TAG) {
@@ -1382,6 +1393,8 @@ static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
     if (flags & LF_REACTOR_CONCURRENT)
         return ENOTSUP;
 #endif
+    if ((rc = lf__rcu_key_ready()) != 0)
+        return rc;
     memset((void *)r, 0, sizeof *r);
     r->lf__concurrent = (flags & LF_REACTOR_CONCURRENT) != 0;
     if ((rc = lf_pool_init(&r->pool)) != 0)
@@ -1520,9 +1533,13 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h)
     lf__backend_del(r, h);
     pthread_mutex_unlock(&r->lf__reglock);
 
+    /* every timer of h out of the heap; h's list goes whole */
     pthread_mutex_lock(&r->lf__tlock);
-    while ((t = h->lf__timers) != NULL)
-        lf__timer_unarm(r, t);
+    for (t = h->lf__timers; t != NULL; t = t->lf__next) {
+        lf__heap_remove(&r->lf__theap, &t->lf__node);
+        t->lf__h = NULL;
+    }
+    h->lf__timers = NULL;
     pthread_mutex_unlock(&r->lf__tlock);
     pthread_mutex_lock(&r->lf__qlock);
     if (h->lf__queued)

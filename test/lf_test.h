@@ -71,6 +71,25 @@ static inline double lft_now(void)
 
 static long lft_stall_s;
 
+/* An integer setting from the environment: dflt when unset; a value that is not a
+ * whole number fails the test rather than being read as 0. */
+static inline long long lft_env(const char *name, long long dflt)
+{
+    /* getenv races only with setenv, which no test calls */
+    const char *v = getenv(name); /* NOLINT(concurrency-mt-unsafe) */
+    char *end;
+    long long n;
+    if (v == NULL || *v == '\0')
+        return dflt;
+    errno = 0;
+    n = strtoll(v, &end, 10);
+    if (errno != 0 || *end != '\0') {
+        fprintf(stderr, "%s=%s: not a whole number\n", name, v);
+        exit(2);
+    }
+    return n;
+}
+
 static void *lft_watchdog(void *arg)
 {
     unsigned long long last = lft_load(&lft_progress_count);
@@ -97,9 +116,8 @@ static void *lft_watchdog(void *arg)
 static inline void lft_start(const char *name, long stall_s)
 {
     pthread_t t;
-    const char *env = getenv("LF_TEST_STALL_S");
     lft_name = name;
-    lft_stall_s = env ? atol(env) : stall_s;
+    lft_stall_s = (long)lft_env("LF_TEST_STALL_S", stall_s);
     if (lft_stall_s <= 0)
         lft_stall_s = stall_s;
     CHECK(pthread_create(&t, NULL, lft_watchdog, NULL) == 0);
@@ -110,8 +128,7 @@ static inline void lft_start(const char *name, long stall_s)
  * multiplied by LF_TEST_MULT (set by `make stress` for long runs). */
 static inline long long lft_scaled(long long n)
 {
-    const char *env = getenv("LF_TEST_SCALE"), *mult = getenv("LF_TEST_MULT");
-    long long s = env ? atoll(env) : 1, m = mult ? atoll(mult) : 1;
+    long long s = lft_env("LF_TEST_SCALE", 1), m = lft_env("LF_TEST_MULT", 1);
     if (s < 1)
         s = 1;
     if (m < 1)

@@ -135,12 +135,21 @@ static void read_all(int fd, void *p, size_t n)
     }
 }
 
+/* The server writes one whole frame (body NULL: id's pattern). */
+static void send_frame(int fd, uint32_t magic, uint64_t id, uint32_t len,
+                       const unsigned char *body)
+{
+    unsigned char f[HDR + BUFSZ];
+    size_t n;
+    CHECK(len <= BUFSZ);
+    n = frame(f, magic, id, len, body);
+    write_all(fd, f, n);
+}
+
 /* The server writes id's reply: len bytes of its pattern. */
 static void reply(int fd, uint64_t id, uint32_t len)
 {
-    unsigned char f[HDR + BUFSZ];
-    CHECK(len <= BUFSZ);
-    write_all(fd, f, frame(f, MAGIC, id, len, NULL));
+    send_frame(fd, MAGIC, id, len, NULL);
 }
 
 /* The server reads one request and checks it: header for id, then `body`. */
@@ -629,7 +638,7 @@ static void malformed(int how)
     conn_open(&k, &h);
     three_waiters(&k, &a, &b, &c, BUFSZ);
     if (how == 0) {
-        write_all(k.srv, f, frame(f, 0xdeadbeefu, 2, 4, NULL));
+        send_frame(k.srv, 0xdeadbeefu, 2, 4, NULL);
     } else {
         reply(k.srv, 2, 10);
         frame(f, MAGIC, 3, 129, NULL); /* one byte above max_body */
@@ -676,7 +685,7 @@ static void oversize_and_refused(int use_hook)
     decoy_body(body, sizeof body, 3);
     if (use_hook)
         body[0] = REFUSE; /* (the hidden frame's magic loses a byte: still junk) */
-    write_all(k.srv, f, frame(f, MAGIC, 2, sizeof body, body));
+    send_frame(k.srv, MAGIC, 2, sizeof body, body);
     reply(k.srv, 3, 30);
     finish(&b, EPROTO);
     finish(&c, 0);
@@ -719,7 +728,7 @@ static void heartbeat_skipped(void)
     struct conn k;
     struct client a, b;
     struct lf_bound_stats s;
-    unsigned char f[HDR + BUFSZ], body[100];
+    unsigned char body[100];
 
     lft_progress();
     hooks_init(&h);
@@ -731,9 +740,9 @@ static void heartbeat_skipped(void)
     AWAIT(bst(&k.b).pool.followers == 1, "b to follow");
 
     decoy_body(body, sizeof body, 1); /* a heartbeat whose body looks like a's reply */
-    write_all(k.srv, f, frame(f, HB_MAGIC, 1, sizeof body, body));
+    send_frame(k.srv, HB_MAGIC, 1, sizeof body, body);
     reply(k.srv, 2, 12);
-    write_all(k.srv, f, frame(f, HB_MAGIC, 0, 0, NULL)); /* an empty one */
+    send_frame(k.srv, HB_MAGIC, 0, 0, NULL); /* an empty one */
     reply(k.srv, 1, 70);
     finish(&b, 0);
     finish(&a, 0);

@@ -141,6 +141,7 @@ static void part_a(void)
     CHECK_EQ(lf_pool_destroy(&pool), 0);
     CHECK_EQ(lf_pool_lead(&pool, &f, NULL), EINVAL); /* destroyed */
     lf_follower_destroy(&f);
+    src.ctx = NULL; /* b ends here */
 }
 
 /* B: a source that always has an event; the 5000th dispatch shuts the pool down */
@@ -253,6 +254,7 @@ static void part_d(void)
     CHECK(pthread_join(t[1], NULL) == 0);
     CHECK_EQ(rc_of[1], ECANCELED);
     CHECK_EQ(lf_pool_destroy(&pool), 0);
+    src.ctx = NULL; /* b ends here */
 }
 
 int main(void)

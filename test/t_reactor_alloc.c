@@ -30,11 +30,14 @@
  * assume private to the file (libc declares malloc "leaf"). */
 LFT_ATOMIC(unsigned long long) alloc_calls, free_calls;
 
+/* glibc's own allocator, which ours forwards to: reserved names, on purpose.
+ * NOLINTBEGIN(bugprone-reserved-identifier) */
 void *__libc_malloc(size_t n);
 void *__libc_calloc(size_t n, size_t size);
 void *__libc_realloc(void *p, size_t n);
 void *__libc_memalign(size_t align, size_t n);
 void __libc_free(void *p);
+/* NOLINTEND(bugprone-reserved-identifier) */
 void *memalign(size_t align, size_t n);
 
 void *malloc(size_t n)

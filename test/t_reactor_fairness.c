@@ -19,7 +19,7 @@
 
 #define NH 64
 #define PER 200
-#define TOTAL (NH * PER)
+#define TOTAL ((long)NH * PER)
 /* bytes queued per handle: more than the whole run could read from one handle, so
  * none ever runs dry, however unfair the reactor is */
 #define FILL (TOTAL + 1024)
@@ -139,7 +139,7 @@ int main(void)
     CHECK_EQ(lf_reactor_destroy(&r), 0); /* closes the 64 registered read sides */
     for (int i = 0; i < NH; i++)
         close(hs[i].peer);
-    printf("t_reactor_fairness %s/%s: %d handles, %d dispatches, per handle min %ld "
+    printf("t_reactor_fairness %s/%s: %d handles, %ld dispatches, per handle min %ld "
            "(fd %d) max %ld (fd %d) mean %.1f\n",
            lf_promote_name(), lf_reactor_backend_name(), NH, TOTAL, min, minfd, max, maxfd,
            mean);

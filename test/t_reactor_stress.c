@@ -226,12 +226,10 @@ int main(void)
 {
     lft_start("t_reactor_stress", 30);
     quota = lft_scaled(40);
-    if (getenv("LF_TEST_PER_DISPATCH"))
-        per_dispatch = atoi(getenv("LF_TEST_PER_DISPATCH"));
+    per_dispatch = (int)lft_env("LF_TEST_PER_DISPATCH", per_dispatch);
     if (per_dispatch < 1)
         per_dispatch = 1;
-    if (getenv("LF_TEST_MIN_DISPATCH"))
-        min_dispatched = strtoull(getenv("LF_TEST_MIN_DISPATCH"), NULL, 10);
+    min_dispatched = (unsigned long long)lft_env("LF_TEST_MIN_DISPATCH", (long long)min_dispatched);
     scenario(0, "single leader");
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     /* the relaxed variant must keep every promise the single leader keeps */

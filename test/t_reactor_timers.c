@@ -393,7 +393,7 @@ static void part_d(void)
     /* no timer at all: the leader waits without a timeout */
     for (int round = 0; round < 20; round++) {
         await_blocked_leader(&r);
-        lft_sleep_ms(round % 5 * 2); /* round 0: race the leader going to sleep */
+        lft_sleep_ms((long)(round % 5) * 2); /* round 0: race the leader going to sleep */
         t0 = now_ns();
         CHECK_EQ(lf_reactor_timer_start(&r, &c.t, &c.h, 1 * MS, 0), 0);
         AWAIT(lft_load(&c.fires) == round + 1,
@@ -404,7 +404,7 @@ static void part_d(void)
     CHECK_EQ(lf_reactor_timer_start(&r, &far.t, &far.h, 3600LL * 1000 * MS, 0), 0);
     for (int round = 0; round < 10; round++) {
         await_blocked_leader(&r);
-        lft_sleep_ms(round % 5 * 2);
+        lft_sleep_ms((long)(round % 5) * 2);
         CHECK_EQ(lf_reactor_timer_start(&r, &c.t, &c.h, 1 * MS, 0), 0);
         AWAIT(lft_load(&c.fires) == 20 + round + 1,
               "a timer earlier than the one the leader sleeps until (lost wake-up)");

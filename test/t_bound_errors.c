@@ -40,14 +40,11 @@
  *   (clients calling in a loop against an echo server) every client's last call says
  *   ECANCELED and every thread returns. Shutdown is not counted as cancels. */
 #include "../lf_bound.h"
-#include "lf_test.h"
+#include "lf_frames.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
 
-#define MAGIC 0x4c464231u    /* a reply */
-#define HB_MAGIC 0x4c464248u /* a heartbeat: parse_header says ENOMSG */
-#define HDR 16
 #define BUFSZ 256
 #define FILL 0xee   /* what a reply buffer holds before anything is written */
 #define REFUSE 0xbd /* a body starting with it is refused by the read_body hook */
@@ -57,19 +54,6 @@
 static unsigned char body_byte(uint64_t id, size_t i)
 {
     return (unsigned char)(id * 37u + i * 11u + 1u);
-}
-
-static int parse(void *user, const unsigned char *h, uint64_t *id, size_t *len)
-{
-    uint32_t m, l;
-    (void)user;
-    memcpy(&m, h, 4);
-    memcpy(&l, h + 4, 4);
-    memcpy(id, h + 8, 8);
-    *len = l;
-    if (m == HB_MAGIC)
-        return ENOMSG;
-    return m == MAGIC ? 0 : EPROTO;
 }
 
 static LFT_ATOMIC(long long) body_calls;
@@ -91,9 +75,7 @@ static int read_body_refusing(void *user, lf_bound_ctx *c, const unsigned char *
 static size_t frame(unsigned char *out, uint32_t magic, uint64_t id, uint32_t len,
                     const unsigned char *body)
 {
-    memcpy(out, &magic, 4);
-    memcpy(out + 4, &len, 4);
-    memcpy(out + 8, &id, 8);
+    lft_put_header(out, magic, len, id);
     for (uint32_t i = 0; i < len; i++)
         out[HDR + i] = body ? body[i] : body_byte(id, i);
     return HDR + (size_t)len;
@@ -109,32 +91,6 @@ static void decoy_body(unsigned char *body, uint32_t len, uint64_t victim)
     frame(body, MAGIC, victim, 4, junk);
 }
 
-static void write_all(int fd, const void *p, size_t n)
-{
-    const char *c = (const char *)p;
-    while (n) {
-        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        CHECK(w > 0);
-        c += w;
-        n -= (size_t)w;
-    }
-}
-
-static void read_all(int fd, void *p, size_t n)
-{
-    char *c = (char *)p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        CHECK(r > 0);
-        c += r;
-        n -= (size_t)r;
-    }
-}
-
 /* The server writes one whole frame (body NULL: id's pattern). */
 static void send_frame(int fd, uint32_t magic, uint64_t id, uint32_t len,
                        const unsigned char *body)
@@ -143,7 +99,7 @@ static void send_frame(int fd, uint32_t magic, uint64_t id, uint32_t len,
     size_t n;
     CHECK(len <= BUFSZ);
     n = frame(f, magic, id, len, body);
-    write_all(fd, f, n);
+    lft_write_all(fd, f, n);
 }
 
 /* The server writes id's reply: len bytes of its pattern. */
@@ -158,12 +114,12 @@ static void expect_request(int fd, uint64_t id, const char *body)
     unsigned char h[HDR], got[64];
     uint64_t rid;
     size_t len;
-    read_all(fd, h, HDR);
-    CHECK_EQ(parse(NULL, h, &rid, &len), 0);
+    CHECK(lft_read_all(fd, h, HDR));
+    CHECK_EQ(lft_parse(NULL, h, &rid, &len), 0);
     CHECK_EQ(rid, id);
     CHECK_EQ(len, strlen(body));
     CHECK(len <= sizeof got);
-    read_all(fd, got, len);
+    CHECK(lft_read_all(fd, got, len));
     CHECK(memcmp(got, body, len) == 0);
 }
 
@@ -178,7 +134,7 @@ static void hooks_init(struct lf_bound_hooks *h)
 {
     memset(h, 0, sizeof *h);
     h->header_len = HDR;
-    h->parse_header = parse;
+    h->parse_header = lft_parse;
 }
 
 static void conn_open(struct conn *k, const struct lf_bound_hooks *h)
@@ -461,7 +417,7 @@ static void timeout_then_late_reply(int mid_body)
     CHECK(pthread_create(&t, NULL, s2_client, NULL) == 0);
     expect_request(k.srv, 1, "req-1");
     if (early_n)
-        write_all(k.srv, late, early_n);
+        lft_write_all(k.srv, late, early_n);
     AWAIT(lft_load(&s2_phase) >= 1, "the join for id 1 to time out");
     CHECK_EQ(s2_rc1, ETIMEDOUT);
     s = bst(&k.b);
@@ -470,7 +426,7 @@ static void timeout_then_late_reply(int mid_body)
 
     expect_request(k.srv, 2, "req-2"); /* sent after the expect for id 2 */
     AWAIT(bst(&k.b).pool.leader == 1, "the client to lead for id 2");
-    write_all(k.srv, late + early_n, late_n - early_n); /* the (rest of the) late reply */
+    lft_write_all(k.srv, late + early_n, late_n - early_n); /* the (rest of the) late reply */
     reply(k.srv, 2, 20);
     AWAIT(lft_load(&s2_phase) == 2, "the call for id 2 to return");
     CHECK(pthread_join(t, NULL) == 0);
@@ -560,10 +516,10 @@ static void connection_closed(int how)
     three_waiters(&k, &a, &b, &c, BUFSZ);
     if (how == 1) {
         frame(f, MAGIC, 3, 10, NULL);
-        write_all(k.srv, f, HDR / 2);
+        lft_write_all(k.srv, f, HDR / 2);
     } else if (how >= 2) {
         frame(f, MAGIC, how == 2 ? 2 : 1, 50, NULL);
-        write_all(k.srv, f, HDR + 20);
+        lft_write_all(k.srv, f, HDR + 20);
         /* the leader reads it before it sees the EOF: the owner is being filled */
         AWAIT(bst(&k.b).reads >= 1, "the leader to read the partial frame");
     }
@@ -642,7 +598,7 @@ static void malformed(int how)
     } else {
         reply(k.srv, 2, 10);
         frame(f, MAGIC, 3, 129, NULL); /* one byte above max_body */
-        write_all(k.srv, f, HDR + 40);
+        lft_write_all(k.srv, f, HDR + 40);
     }
     finish(&a, EPROTO);
     finish(&b, how == 0 ? EPROTO : 0);
@@ -701,9 +657,9 @@ static void oversize_and_refused(int use_hook)
     CHECK_EQ(s.pool.leader, 1u);
     /* a's reply in two reads: the second part lands at offset 25 */
     n = frame(f, MAGIC, 1, 50, NULL);
-    write_all(k.srv, f, HDR + 25);
+    lft_write_all(k.srv, f, HDR + 25);
     AWAIT(bst(&k.b).reads >= s.reads + 1, "the leader to read the first part of its reply");
-    write_all(k.srv, f + HDR + 25, n - HDR - 25);
+    lft_write_all(k.srv, f + HDR + 25, n - HDR - 25);
     finish(&a, 0);
     check_reply(&a, 50);
 
@@ -1007,10 +963,10 @@ static void *echo_server(void *arg)
         p.revents = 0;
         if (poll(&p, 1, 10) <= 0)
             continue;
-        read_all(echo_fd, hd, HDR); /* requests are written whole: the rest follows */
-        CHECK_EQ(parse(NULL, hd, &id, &len), 0);
+        CHECK(lft_read_all(echo_fd, hd, HDR)); /* requests come whole */
+        CHECK_EQ(lft_parse(NULL, hd, &id, &len), 0);
         CHECK(len <= sizeof body);
-        read_all(echo_fd, body, len);
+        CHECK(lft_read_all(echo_fd, body, len));
         reply(echo_fd, id, (uint32_t)(id % 97));
     }
     return NULL;

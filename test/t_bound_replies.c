@@ -5,13 +5,11 @@
  * The line printed at the end gives wake-ups per reply (reply hand-offs and
  * leadership promotions) for the README's table. */
 #include "../lf_bound.h"
-#include "lf_test.h"
+#include "lf_frames.h"
 
 #include <sys/socket.h>
 
 #define THREADS 6
-#define MAGIC 0x4c464231u
-#define HDR 16
 
 static lf_bound b;
 static int cli_fd, srv_fd;
@@ -29,51 +27,7 @@ static unsigned char reply_byte(uint64_t id, size_t i)
     return (unsigned char)(id * 131u + i * 7u + (id >> 32));
 }
 
-static void put_header(unsigned char *h, uint32_t len, uint64_t id)
-{
-    uint32_t m = MAGIC;
-    memcpy(h, &m, 4);
-    memcpy(h + 4, &len, 4);
-    memcpy(h + 8, &id, 8);
-}
-
-static int parse(void *user, const unsigned char *h, uint64_t *id, size_t *len)
-{
-    uint32_t m, l;
-    (void)user;
-    memcpy(&m, h, 4);
-    memcpy(&l, h + 4, 4);
-    memcpy(id, h + 8, 8);
-    *len = l;
-    return m == MAGIC ? 0 : EPROTO;
-}
-
 /* ------------------------------------------------------------------ the server */
-
-static void write_all(int fd, const void *p, size_t n)
-{
-    const char *c = (const char *)p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        CHECK(w > 0);
-        c += w;
-        n -= (size_t)w;
-    }
-}
-
-static int read_all(int fd, void *p, size_t n) /* 1, or 0 at EOF before the first byte */
-{
-    char *c = (char *)p;
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, c + got, n - got);
-        if (r == 0 && got == 0)
-            return 0;
-        CHECK(r > 0);
-        got += (size_t)r;
-    }
-    return 1;
-}
 
 static int readable_now(int fd)
 {
@@ -97,12 +51,12 @@ static void *server(void *arg)
         do {
             uint64_t id;
             size_t len;
-            if (!read_all(srv_fd, hdr, HDR))
+            if (!lft_read_all(srv_fd, hdr, HDR))
                 return NULL; /* clients are done */
-            CHECK_EQ(parse(NULL, hdr, &id, &len), 0);
+            CHECK_EQ(lft_parse(NULL, hdr, &id, &len), 0);
             CHECK(len <= sizeof body);
             if (len)
-                CHECK(read_all(srv_fd, body, len));
+                CHECK(lft_read_all(srv_fd, body, len));
             /* the request body repeats the id's low byte: the server checks it too */
             for (size_t i = 0; i < len; i++)
                 CHECK_EQ(body[i], (unsigned char)id);
@@ -117,10 +71,10 @@ static void *server(void *arg)
             }
         for (int i = 0; i < n; i++) {
             size_t len = reply_len(batch[i]);
-            put_header(out, (uint32_t)len, batch[i]);
+            lft_put_header(out, MAGIC, (uint32_t)len, batch[i]);
             for (size_t k = 0; k < len; k++)
                 out[HDR + k] = reply_byte(batch[i], k);
-            write_all(srv_fd, out, HDR + len);
+            lft_write_all(srv_fd, out, HDR + len);
         }
     }
 }
@@ -138,7 +92,7 @@ static void *client(void *arg)
     for (long long m = 0; m < reqs; m++) {
         uint64_t id = ((uint64_t)t << 32) | (uint64_t)m;
         size_t rlen = (size_t)(m % 64);
-        put_header(req, (uint32_t)rlen, id);
+        lft_put_header(req, MAGIC, (uint32_t)rlen, id);
         memset(req + HDR, (unsigned char)id, rlen);
         memset(reply, 0xee, sizeof reply);
         CHECK_EQ(lf_bound_call(&b, &c, id, req, HDR + rlen, NULL), 0);
@@ -173,7 +127,7 @@ static void run(int shuffle)
     srv_fd = sv[1];
     memset(&hooks, 0, sizeof hooks);
     hooks.header_len = HDR;
-    hooks.parse_header = parse;
+    hooks.parse_header = lft_parse;
     hooks.max_body = 4096;
     CHECK_EQ(lf_bound_init(&b, cli_fd, &hooks), 0);
     CHECK(pthread_create(&srv, NULL, server, NULL) == 0);

@@ -12,12 +12,10 @@
  *   ETIMEDOUT, ECANCELED and ECONNRESET; lf_bound_destroy waits for its handler. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
-#include "lf_test.h"
+#include "lf_frames.h"
 
 #include <sys/socket.h>
 
-#define MAGIC 0x4c464231u
-#define HDR 16
 #define THREADS 3
 
 static lf_reactor r;
@@ -25,51 +23,16 @@ static lf_bound b;
 
 static void put_frame(unsigned char *f, uint64_t id, uint64_t body)
 {
-    uint32_t m = MAGIC, len = 8;
-    memcpy(f, &m, 4);
-    memcpy(f + 4, &len, 4);
-    memcpy(f + 8, &id, 8);
+    lft_put_header(f, MAGIC, 8, id);
     memcpy(f + HDR, &body, 8);
-}
-
-static int parse(void *user, const unsigned char *h, uint64_t *id, size_t *len)
-{
-    uint32_t m, l;
-    (void)user;
-    memcpy(&m, h, 4);
-    memcpy(&l, h + 4, 4);
-    memcpy(id, h + 8, 8);
-    *len = l;
-    return m == MAGIC ? 0 : EPROTO;
-}
-
-static void write_all(int fd, const void *p, size_t n)
-{
-    const char *c = (const char *)p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EAGAIN) {
-            lft_sleep_ms(1);
-            continue;
-        }
-        CHECK(w > 0);
-        c += w;
-        n -= (size_t)w;
-    }
 }
 
 /* blocking read of one frame: 1, or 0 at EOF */
 static int read_frame(int fd, uint64_t *id, uint64_t *body)
 {
     unsigned char f[HDR + 8];
-    size_t got = 0;
-    while (got < sizeof f) {
-        ssize_t n = read(fd, f + got, sizeof f - got);
-        if (got == 0 && (n == 0 || (n < 0 && errno == ECONNRESET)))
-            return 0; /* hung up (with our request unread: ECONNRESET) */
-        CHECK(n > 0);
-        got += (size_t)n;
-    }
+    if (!lft_read_all(fd, f, sizeof f))
+        return 0; /* hung up (with our request unread: ECONNRESET) */
     memcpy(id, f + 8, 8);
     memcpy(body, f + HDR, 8);
     return 1;
@@ -80,7 +43,7 @@ static void bound_up(int fd, int attach)
     struct lf_bound_hooks hooks;
     memset(&hooks, 0, sizeof hooks);
     hooks.header_len = HDR;
-    hooks.parse_header = parse;
+    hooks.parse_header = lft_parse;
     CHECK_EQ(lf_bound_init(&b, fd, &hooks), 0);
     if (attach)
         CHECK_EQ(lf_bound_attach(&b, &r), 0);
@@ -103,13 +66,13 @@ static void *peer(void *arg)
             return NULL;
         CHECK_EQ(body, id * 2);
         put_frame(f, id, id * 3); /* "call me back about id" */
-        write_all(peer_c2, f, sizeof f);
+        lft_write_all(peer_c2, f, sizeof f);
         if (!read_frame(peer_c2, &cid, &cbody))
             return NULL; /* the control run: nobody answers, then we hang up */
         CHECK_EQ(cid, id);
         CHECK_EQ(cbody, id * 5);
         put_frame(f, id, id * 7); /* the reply */
-        write_all(peer_c1, f, sizeof f);
+        lft_write_all(peer_c1, f, sizeof f);
     }
     return NULL;
 }
@@ -139,7 +102,7 @@ static int on_callback(lf_handler *h, int fd, uint32_t events)
             memcpy(&body, f + HDR, 8);
             CHECK_EQ(body, id * 3);
             put_frame(f, id, id * 5);
-            write_all(fd, f, sizeof f);
+            lft_write_all(fd, f, sizeof f);
             lft_add(&callbacks, 1LL);
         }
     }
@@ -260,9 +223,9 @@ static void *echo_peer(void *arg)
     CHECK(read_frame(echo_fd, &outer, &body));
     CHECK(read_frame(echo_fd, &inner, &body));
     put_frame(f, inner, inner + 1);
-    write_all(echo_fd, f, sizeof f);
+    lft_write_all(echo_fd, f, sizeof f);
     put_frame(f, outer, outer + 1);
-    write_all(echo_fd, f, sizeof f);
+    lft_write_all(echo_fd, f, sizeof f);
     return NULL;
 }
 

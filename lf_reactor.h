@@ -1292,7 +1292,15 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
         if (lf__pop_queue(r, ev))
             return 0;
 
-        /* nothing in hand: block */
+        /* Nothing in hand: block, but not on a stop or yield whose kick lf__pop_io
+         * drained above, after this turn looked at the flags. seq_cst pairs with the
+         * kicker: it stores its flag and then tests kick_pending, the drain cleared
+         * kick_pending and now we load the flags; so we see the flag, or it writes
+         * the wake descriptor again. */
+        if (lf__load(&r->lf__stopped, seq_cst))
+            return EINTR;
+        if (lf__load(&r->lf__yield, seq_cst) && lf__exchange(&r->lf__yield, 0, seq_cst))
+            return EINTR;
         if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
             return rc;
         rc = lf__backend_wait(r, ms);

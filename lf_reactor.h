@@ -1349,6 +1349,9 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
         }
         if (lf__pop_queue(r, ev))
             return 0;
+        /* a stop whose kick the drain above took: see lf__wait */
+        if (lf__load(&r->lf__stopped, seq_cst))
+            return ECANCELED;
         if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
             return rc;
         n = epoll_wait(r->lf__epfd, &e, 1, ms);

@@ -143,6 +143,12 @@ $(RESULTS)/compile/lint:
 	@test/check.sh $@ "lint: cppcheck + clang-tidy, zero findings" compiles -- test/lint.sh $(BUILD)/lint
 RUN_compile += $(RESULTS)/compile/lint
 
+# Model checking (spin): each protocol model in test/model/ explored exhaustively as
+# the header does it, and broken on purpose, where spin must find the error.
+$(RESULTS)/compile/model:
+	@test/check.sh $@ "models: spin, exhaustive, each also broken on purpose" compiles -- test/model.sh $(BUILD)/model
+RUN_compile += $(RESULTS)/compile/model
+
 # ---------------------------------------------------------------- install
 # make install PREFIX=/usr/local DESTDIR=    the headers into $(PREFIX)/include/lf/,
 # lf.pc (pkg-config) and a CMake package (find_package(lf) -> target lf::lf). The

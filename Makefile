@@ -149,6 +149,14 @@ $(RESULTS)/compile/model:
 	@test/check.sh $@ "models: spin, exhaustive, each also broken on purpose" compiles -- test/model.sh $(BUILD)/model
 RUN_compile += $(RESULTS)/compile/model
 
+# Fuzzing (clang's libFuzzer): each harness in test/fuzz/ replays its kept corpus and
+# then fuzzes for FUZZ_TEST_S seconds here; make fuzz runs FUZZ_S and keeps new finds.
+FUZZ_TEST_S ?= 20
+FUZZ_S ?= 300
+$(RESULTS)/compile/fuzz:
+	@test/check.sh $@ "fuzz: kept corpus + $(FUZZ_TEST_S) s per harness (libFuzzer, ASan+UBSan)" compiles -- test/fuzz.sh $(BUILD)/fuzz $(FUZZ_TEST_S)
+RUN_compile += $(RESULTS)/compile/fuzz
+
 # ---------------------------------------------------------------- install
 # make install PREFIX=/usr/local DESTDIR=    the headers into $(PREFIX)/include/lf/,
 # lf.pc (pkg-config) and a CMake package (find_package(lf) -> target lf::lf). The
@@ -241,7 +249,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---------------------------------------------------------------- targets
-.PHONY: test setup lint bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
+.PHONY: test setup lint fuzz bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
 
 setup:
 	@test/setup.sh
@@ -276,6 +284,9 @@ stress: setup
 
 lint: setup
 	@test/lint.sh $(BUILD)/lint
+
+fuzz: setup
+	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge
 
 bench: setup
 	@bench/promote.sh $(BUILD)/bench

@@ -119,7 +119,8 @@
  *       (ECANCELED) or the deadline (ETIMEDOUT).
  *   int lf_reactor_handle_events(r, deadline)
  *       One turn on the calling thread: wait (as leader) for one event and dispatch
- *       it. 0, ETIMEDOUT or ECANCELED.
+ *       it. 0, ETIMEDOUT or ECANCELED. A deadline already past (lf_deadline_in(&d,
+ *       0)) polls: the handles are looked at once without blocking.
  *   int lf_reactor_stop(r)                         every running thread returns.
  *   int lf_reactor_stats(r, struct lf_reactor_stats *out)
  *       Counters (dispatched, stale events dropped, events deferred to a busy
@@ -1264,6 +1265,7 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
 {
     lf_reactor *r = (lf_reactor *)ctx;
     long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
+    int looked = 0; /* past the deadline, the handles were looked at once */
 
     for (;;) {
         int rc, ms;
@@ -1301,8 +1303,17 @@ static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadl
             return EINTR;
         if (lf__load(&r->lf__yield, seq_cst) && lf__exchange(&r->lf__yield, 0, seq_cst))
             return EINTR;
-        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
+        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN) {
+            /* out of time: but look at the handles once without blocking first, so
+             * that a deadline of now polls them (and a late turn sees what is ready) */
+            if (rc == ETIMEDOUT && !looked) {
+                looked = 1;
+                if ((rc = lf__backend_wait(r, 0)) != 0)
+                    return rc;
+                continue;
+            }
             return rc;
+        }
         rc = lf__backend_wait(r, ms);
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         if (rc)
@@ -1330,6 +1341,7 @@ static inline void lf__interrupt(void *ctx)
 static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct timespec *deadline)
 {
     long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
+    int looked = 0;
 
     for (;;) {
         struct epoll_event e;
@@ -1352,8 +1364,13 @@ static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct 
         /* a stop whose kick the drain above took: see lf__wait */
         if (lf__load(&r->lf__stopped, seq_cst))
             return ECANCELED;
-        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN)
-            return rc;
+        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN) {
+            if (rc != ETIMEDOUT || looked)
+                return rc;
+            looked = 1; /* out of time: one look without blocking first, as lf__wait */
+            ms = 0;
+            lf__fetch_add(&r->lf__sleeping, 1, seq_cst); /* uncounted below */
+        }
         n = epoll_wait(r->lf__epfd, &e, 1, ms);
         err = errno;
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);

@@ -181,6 +181,36 @@ static void in_use_until_closed(void)
     CHECK(close(s3[1]) == 0);
 }
 
+/* A turn whose deadline has passed still looks at the handles once without
+ * blocking, so lf_reactor_handle_events(r, now) polls: what is ready is dispatched,
+ * and with nothing ready the turn says ETIMEDOUT at once. (It used to time out
+ * before it looked: found by test/fuzz/fuzz_reactor.c.) */
+static void past_deadline_polls(unsigned flags)
+{
+    lf_reactor rp;
+    struct th f;
+    struct timespec past;
+    int sv[2];
+    struct stat id;
+
+    th_init(&f);
+    pair(sv, &id);
+    CHECK_EQ(lf_reactor_init_flags(&rp, flags), 0);
+    CHECK_EQ(lf_reactor_register(&rp, &f.h, sv[0], LF_EV_READ), 0);
+    CHECK(lf_deadline_in(&past, 0) == 0);
+    CHECK_EQ(lf_reactor_handle_events(&rp, &past), ETIMEDOUT);
+    CHECK_EQ(write(sv[1], "p", 1), 1);
+    CHECK_EQ(lf_reactor_handle_events(&rp, &past), 0);
+    CHECK_EQ(lft_load(&f.events_n), 1);
+    CHECK(lft_load(&f.last_ev) & LF_EV_READ);
+    CHECK_EQ(lf_reactor_notify(&rp, &f.h, LF_EV_NOTIFY), 0);
+    CHECK_EQ(lf_reactor_handle_events(&rp, &past), 0);
+    CHECK_EQ(lft_load(&f.last_ev), LF_EV_NOTIFY);
+    CHECK_EQ(lf_reactor_handle_events(&rp, &past), ETIMEDOUT);
+    CHECK_EQ(lf_reactor_destroy(&rp), 0);
+    CHECK(close(sv[1]) == 0);
+}
+
 int main(void)
 {
     struct th a, b, c, d, e, z;
@@ -403,6 +433,10 @@ int main(void)
     CHECK(close(sd[1]) == 0);
     CHECK(close(se[1]) == 0);
     in_use_until_closed();
+    past_deadline_polls(0);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    past_deadline_polls(LF_REACTOR_CONCURRENT);
+#endif
     printf("t_reactor_errors %s/%s: bad input rejected with its errno, nothing lost%s\n",
            lf_promote_name(), lf_reactor_backend_name(),
            hi < 0 ? " (fd >= FD_SETSIZE not tried)" : "");

@@ -9,6 +9,7 @@ set -u
 out=$1 secs=$2 merge=${3-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 2
+urcu=$(pkg-config --libs liburcu-memb 2>/dev/null || echo -lurcu-memb -lurcu-common)
 status=0
 for src in "$root"/test/fuzz/fuzz_*.c; do
     name=$(basename "$src" .c)
@@ -17,7 +18,7 @@ for src in "$root"/test/fuzz/fuzz_*.c; do
     mkdir -p "$kept" "$out/$name.new" "$out/$name.crashes"
     if ! clang -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -g -O1 \
         -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -I"$root" \
-        -o "$bin" "$src" -pthread >"$out/$name.build.log" 2>&1; then
+        -o "$bin" "$src" $urcu -pthread >"$out/$name.build.log" 2>&1; then
         echo "fuzz $name: does not build"; cat "$out/$name.build.log"; status=1; continue
     fi
     # the kept corpus first: every input that once found something must still pass

@@ -6,7 +6,11 @@
 #   make test POLICIES=HEAP CC=clang   a slice of the matrix with another compiler
 #   make test MODES=plain           skip the sanitizer runs
 #   make bench                      the benchmarks (bench/)
-#   make stress                     the reactor churn test, 60x longer, every variant
+#   make stress                     the reactor churn test, 30x longer, every variant,
+#                                   each required to dispatch 10^7 events
+#   make lint                       cppcheck + clang-tidy (also part of make test)
+#   make fuzz                       the fuzzers for FUZZ_S seconds each, keeping finds
+#   make install / uninstall        PREFIX=/usr/local DESTDIR=
 #   make setup                      install what is missing (as root), or say how
 #
 # Build products live in build/<compiler>/, so gcc and clang builds sit side by side.

@@ -274,6 +274,7 @@ test: setup
 	@rm -rf $(RESULTS)
 	@mkdir -p $(BUILD)
 	@find $(BUILD) -name '*.pre' -delete
+	@echo "building $(words $(PRE)) test binaries, two at a time (a few minutes)..."
 	@$(MAKE) --no-print-directory -j2 prebuild
 	@$(MAKE) --no-print-directory -j1 $(addprefix run-,$(MODES)) run-compile
 	@$(MAKE) --no-print-directory summary

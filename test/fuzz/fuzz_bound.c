@@ -17,6 +17,8 @@
  * Build and run: make fuzz (longer), or a short run inside make test. */
 #include "../../lf_bound.h"
 
+#include "fuzz_require.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -27,14 +29,6 @@
 #define NCTX 4
 #define GUARD 16
 #define REFUSE 0xbd
-
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
 
 static uint32_t get32(const uint8_t *p)
 {

@@ -22,20 +22,14 @@
 #include "../../lf_reactor.h"
 
 #include <fcntl.h>
+#include "fuzz_require.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
 #define SLOTS 4
 #define MAX_HANDLERS 32
-
-#define REQUIRE(cond)                                                                   \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #cond);                  \
-            abort();                                                                    \
-        }                                                                               \
-    } while (0)
 
 struct inst {
     lf_handler h; /* first: the reactor hands us &h */

@@ -629,6 +629,11 @@ static inline int lf_bound_destroy(lf_bound *b)
         while (b->lf__attached)
             pthread_cond_wait(&b->lf__detached, &b->lf__lock);
         pthread_mutex_unlock(&b->lf__lock);
+        /* ours to free only now: after a failure the reactor ran handle_close long
+         * ago, but lf__bound_detach above still needed the record (to be told
+         * ENOENT), and it must never be a handler registered since at that address */
+        free(b->lf__att);
+        b->lf__att = NULL;
     }
     close(b->lf__wake[0]);
     if (b->lf__wake[1] != b->lf__wake[0])
@@ -883,16 +888,16 @@ static inline void lf__bound_on_close(lf_handler *h)
     lf__bound_att *a = (lf__bound_att *)(void *)h;
     lf_bound *b = a->b;
     pthread_mutex_lock(&b->lf__lock);
-    b->lf__attached = 0;
+    b->lf__attached = 0; /* the record itself is freed by lf_bound_destroy */
     pthread_cond_broadcast(&b->lf__detached);
     pthread_mutex_unlock(&b->lf__lock);
-    free(a);
 }
 
 static inline void lf__bound_detach(lf_bound *b)
 {
     lf__bound_att *a = (lf__bound_att *)b->lf__att;
-    (void)lf_reactor_remove((lf_reactor *)b->lf__r, &a->h); /* ENOENT: a failure did */
+    (void)lf_reactor_remove((lf_reactor *)b->lf__r, &a->h); /* ENOENT: a failure did;
+                                                                * a is still ours */
 }
 
 /* Contract: before any thread uses b; r is initialised, not LF_REACTOR_CONCURRENT and

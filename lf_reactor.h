@@ -1506,12 +1506,18 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     h->lf__timers = NULL;
     h->lf__signalfd = sig;
     lf__store(&h->lf__r, r, relaxed); /* published with the table slot below */
+    /* The slot before the backend: once the backend watches fd, a leader may harvest
+     * its first event at once (an accepted socket often has data already), and that
+     * event must find h, or it is dropped as stale and the one-shot handle never
+     * fires again. A failed add takes the slot back; nothing can have been dispatched
+     * for it, since no event of this generation exists. */
+    __atomic_store_n(&lf__table_get(r)->slot[fd], h, __ATOMIC_RELEASE);
     if ((rc = lf__backend_add(r, h)) != 0) {
+        __atomic_store_n(&lf__table_get(r)->slot[fd], (lf_handler *)NULL, __ATOMIC_RELEASE);
         lf__store(&h->lf__r, (lf_reactor *)NULL, relaxed);
         pthread_mutex_unlock(&r->lf__reglock);
         return rc; /* e.g. EPERM: epoll cannot watch regular files */
     }
-    __atomic_store_n(&lf__table_get(r)->slot[fd], h, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&r->lf__reglock);
     lf__fetch_add(&r->lf__n_registered, 1ULL, relaxed);
     lf__kick_if_sleeping(r); /* poll/select: a blocked leader must add it */

@@ -9,7 +9,8 @@
  * - Nested upcall: a handler dispatched by a waiting thread makes its own call; the
  *   inner call completes first, then the outer one (the policy is "allow").
  * - A deadline, lf_reactor_stop and a peer that hangs up end the waits with
- *   ETIMEDOUT, ECANCELED and ECONNRESET; lf_bound_destroy waits for its handler. */
+ *   ETIMEDOUT, ECANCELED and ECONNRESET; lf_bound_destroy waits for its handler,
+ *   and after a failed connection touches nothing its handle_close freed. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
 #include "lf_frames.h"
@@ -38,15 +39,20 @@ static int read_frame(int fd, uint64_t *id, uint64_t *body)
     return 1;
 }
 
-static void bound_up(int fd, int attach)
+static void bound_up_as(lf_bound *x, int fd, int attach)
 {
     struct lf_bound_hooks hooks;
     memset(&hooks, 0, sizeof hooks);
     hooks.header_len = HDR;
     hooks.parse_header = lft_parse;
-    CHECK_EQ(lf_bound_init(&b, fd, &hooks), 0);
+    CHECK_EQ(lf_bound_init(x, fd, &hooks), 0);
     if (attach)
-        CHECK_EQ(lf_bound_attach(&b, &r), 0);
+        CHECK_EQ(lf_bound_attach(x, &r), 0);
+}
+
+static void bound_up(int fd, int attach)
+{
+    bound_up_as(&b, fd, attach);
 }
 
 /* ------------------------------------------------------------------ no dead-lock */
@@ -345,6 +351,50 @@ static void ends(int how, int lone_first)
         close(e[1]);
 }
 
+/* lf_bound_destroy after the connection failed. The reactor ran the bound's
+ * handle_close long before; destroy must not touch anything that freed. It did: the
+ * record holding the bound's handler was freed in handle_close, and destroy then
+ * removed that handler by its address (ASan: use after free), so a handler
+ * registered since at the same address could be removed instead. Found by the OLTP
+ * demo in bench/ (killing its back-end). Here a second bound is attached after the
+ * first one's handle_close ran, and must still get its reply after the first one's
+ * destroy. */
+static void destroy_after_failure(void)
+{
+    int e[2], f[2];
+    lf_bound other;
+    lf_bound_ctx c;
+    unsigned char buf[8], frame[HDR + 8];
+    uint64_t got;
+    struct timespec dl;
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
+    bound_up(e[0], 1);
+    close(e[1]); /* the peer hangs up: the handler reads EOF and removes itself */
+    CHECK_EQ(lf_deadline_in(&dl, 100 * 1000000LL), 0);
+    while (lf_reactor_handle_events(&r, &dl) == 0)
+        ;
+    urcu_memb_barrier(); /* its handle_close has run */
+
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, f) == 0);
+    bound_up_as(&other, f[0], 1);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    CHECK_EQ(lf_bound_expect(&other, &c, 7), 0);
+    put_frame(frame, 7, 0x1234);
+    lft_write_all(f[1], frame, sizeof frame);
+    CHECK_EQ(lf_deadline_in(&dl, 10 * 1000000000LL), 0);
+    CHECK_EQ(lf_bound_join(&other, &c, &dl), 0); /* other's handler still works */
+    memcpy(&got, buf, 8);
+    CHECK_EQ(got, 0x1234);
+    lf_bound_ctx_destroy(&c);
+    CHECK_EQ(lf_bound_destroy(&other), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(f[1]);
+}
+
 int main(void)
 {
     lft_start("t_reactor_hybrid", 30);
@@ -353,6 +403,7 @@ int main(void)
     nested_upcall();
     ends(ECANCELED, 1);
     ends(ECONNRESET, 0);
+    destroy_after_failure();
     /* Again and again: a failure's wake-up (or the stop) could come just as the
      * leader drained an older wake-up from its harvested batch, which it took for
      * the new one and then slept on. Before lf__wait looked at its flags again after

@@ -5,7 +5,7 @@
 #                                   ends with "N passed, N failed"
 #   make test POLICIES=HEAP CC=clang   a slice of the matrix with another compiler
 #   make test MODES=plain           skip the sanitizer runs
-#   make bench                      the benchmarks (bench/)
+#   make bench                      the benchmarks (bench/; QUICK=1: a short run)
 #   make stress                     the reactor churn test, 30x longer, every variant,
 #                                   each required to dispatch 10^7 events
 #   make lint                       cppcheck + clang-tidy (also part of make test)
@@ -172,6 +172,12 @@ $(RESULTS)/compile/fuzz:
 	@test/check.sh $@ "fuzz: kept corpus + $(FUZZ_TEST_S) s per harness (libFuzzer, ASan+UBSan)" compiles -- test/fuzz.sh $(BUILD)/fuzz $(FUZZ_TEST_S)
 RUN_compile += $(RESULTS)/compile/fuzz
 
+# The benchmark's own servers answer every request right (300 connections too), and
+# the OLTP demo passes its reply checks, under ASan+UBSan (make bench measures them).
+$(RESULTS)/compile/bench-smoke:
+	@test/check.sh $@ "bench: servers and the OLTP demo answer every request (ASan+UBSan)" compiles -- test/bench_smoke.sh $(CC) $(BUILD)/bench-smoke
+RUN_compile += $(RESULTS)/compile/bench-smoke
+
 # ---------------------------------------------------------------- install
 # make install PREFIX=/usr/local DESTDIR=    the headers into $(PREFIX)/include/lf/,
 # lf.pc (pkg-config) and a CMake package (find_package(lf) -> target lf::lf). The
@@ -308,9 +314,18 @@ lint: setup
 fuzz: setup
 	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge
 
+# Every benchmark, each failing or not on its own, then the verdict. QUICK=1 runs one
+# short round of each (under 3 minutes); the default size takes about 12.
+QUICK ?= 0
 bench: setup
-	@bench/promote.sh $(BUILD)/bench
-	@bench/handoff.sh $(BUILD)/bench
+	@start=$$(date +%s); rc=0; \
+	 if [ "$(QUICK)" = 1 ]; then export QUICK=1 ROUNDS=1 DURATION=0.1; fi; \
+	 bench/servers.sh $(BUILD)/bench || rc=1; \
+	 bench/dispatch.sh $(BUILD)/bench || rc=1; \
+	 bench/promote.sh $(BUILD)/bench || rc=1; \
+	 bench/handoff.sh $(BUILD)/bench || rc=1; \
+	 echo "make bench: $$(($$(date +%s) - start)) s on $$(nproc) CPUs ($$(uname -m)), results in bench/results/"; \
+	 exit $$rc
 
 clean:
 	rm -rf build

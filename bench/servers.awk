@@ -1,0 +1,109 @@
+# bench/servers.awk - servers.sh's table: medians per row, ratios, the issue's targets.
+#
+#   awk -f servers.awk -v out=servers.csv -v rows=ROWS_FILE servers.raw
+#
+# Input: one line per run, "NAME round=R conns=C rps=... p50_us=... ... errors=E".
+# Output: the table on stdout, the same as CSV in `out`. Row order follows ROWS_FILE.
+
+function median(list,    n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 2; i <= n; i++) {           # insertion sort: a handful of rounds
+        t = a[i] + 0
+        for (j = i - 1; j >= 1 && a[j] + 0 > t; j--)
+            a[j + 1] = a[j]
+        a[j + 1] = t
+    }
+    if (n == 0) return -1
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+
+function spread(list,    n, a, i, lo, hi, m) {
+    n = split(list, a, " ")
+    lo = hi = a[1] + 0
+    for (i = 2; i <= n; i++) {
+        if (a[i] + 0 < lo) lo = a[i] + 0
+        if (a[i] + 0 > hi) hi = a[i] + 0
+    }
+    m = median(list)
+    return m > 0 ? (hi - lo) / m : 0
+}
+
+BEGIN {
+    nm = split("rps p50_us p99_us p999_us cs_per_req cpu_us_per_req allocs_per_req fair errors", M, " ")
+    while ((getline line < rows) > 0) {
+        split(line, f, " ")
+        order[++nrows] = f[1]
+    }
+}
+
+{
+    name = $1
+    runs[name]++
+    for (i = 2; i <= NF; i++) {
+        split($i, kv, "=")
+        v[name, kv[1]] = v[name, kv[1]] " " kv[2]
+    }
+}
+
+END {
+    for (r = 1; r <= nrows; r++) {
+        n = order[r]
+        if (!runs[n]) continue
+        for (k = 1; k <= nm; k++)
+            med[n, M[k]] = median(v[n, M[k]])
+        sp[n] = spread(v[n, "rps"])
+    }
+    floor_rps = med["floor", "rps"]; floor_cpu = med["floor", "cpu_us_per_req"]
+    best_peer = ""
+    split("ace.tp ace.devpoll asio", P, " ")
+    for (k = 1; k <= 3; k++)
+        if (runs[P[k]] && (best_peer == "" || med[P[k], "rps"] > med[best_peer, "rps"]))
+            best_peer = P[k]
+    best_lf = ""
+    for (r = 1; r <= nrows; r++) {
+        n = order[r]
+        if (runs[n] && n ~ /^lf\./ && (best_lf == "" || med[n, "rps"] > med[best_lf, "rps"]))
+            best_lf = n
+    }
+
+    printf "%-20s %9s %6s %7s %7s %8s %7s %7s %7s %6s %6s %6s %5s\n", "server", "req/s",
+        "spread", "p50us", "p99us", "p99.9us", "cs/req", "cpu_us", "allocs", "fair",
+        "x_flr", "x_peer", "runs"
+    print "server,runs,rps,rps_spread,p50_us,p99_us,p999_us,cs_per_req,cpu_us_per_req,allocs_per_req,fair,rps_vs_floor,cpu_vs_floor,rps_vs_best_peer,errors" > out
+    for (r = 1; r <= nrows; r++) {
+        n = order[r]
+        if (!runs[n]) { printf "%-20s unavailable\n", n; continue }
+        xf = floor_rps > 0 ? med[n, "rps"] / floor_rps : 0
+        xc = floor_cpu > 0 ? med[n, "cpu_us_per_req"] / floor_cpu : 0
+        xp = best_peer != "" ? med[n, "rps"] / med[best_peer, "rps"] : 0
+        printf "%-20s %9.0f %5.0f%% %7.1f %7.1f %8.1f %7.3f %7.2f %7.3f %6.3f %6.2f %6.2f %5d\n", n,
+            med[n, "rps"], 100 * sp[n], med[n, "p50_us"], med[n, "p99_us"], med[n, "p999_us"],
+            med[n, "cs_per_req"], med[n, "cpu_us_per_req"], med[n, "allocs_per_req"],
+            med[n, "fair"], xf, xp, runs[n]
+        printf "%s,%d,%.0f,%.3f,%.1f,%.1f,%.1f,%.3f,%.2f,%.3f,%.3f,%.3f,%.3f,%.3f,%d\n", n, runs[n],
+            med[n, "rps"], sp[n], med[n, "p50_us"], med[n, "p99_us"], med[n, "p999_us"],
+            med[n, "cs_per_req"], med[n, "cpu_us_per_req"], med[n, "allocs_per_req"],
+            med[n, "fair"], xf, xc, xp, med[n, "errors"] > out
+    }
+    printf "x_flr: req/s over the floor's; x_peer: over the best peer's (%s)\n",
+        best_peer == "" ? "none" : best_peer
+    if (best_lf == "") exit
+    printf "\ntargets for lf's best row (%s):\n", best_lf
+    for (k = 1; k <= 3; k++) {
+        if (P[k] == "ace.tp" || !runs[P[k]]) continue
+        x = med[best_lf, "rps"] / med[P[k], "rps"]
+        printf "  req/s vs %-12s %5.2fx  (>= 1.30x)  %s\n", P[k], x, (x >= 1.3 ? "met" : "MISSED")
+    }
+    if (floor_cpu > 0) {
+        x = med[best_lf, "cpu_us_per_req"] / floor_cpu
+        printf "  cpu/req vs floor      %5.2fx  (<= 1.15x)  %s\n", x, (x <= 1.15 ? "met" : "MISSED")
+    }
+    if (runs["hshr"] && med["hshr", "cs_per_req"] > 0) {
+        x = med[best_lf, "cs_per_req"] / med["hshr", "cs_per_req"]
+        printf "  cs/req vs HS/HR       %5.2fx  (<= 0.50x)  %s\n", x, (x <= 0.5 ? "met" : "MISSED")
+    }
+    x = med[best_lf, "fair"]
+    printf "  fairness              %5.3f   (>= 0.95)   %s\n", x, (x >= 0.95 ? "met" : "MISSED")
+    x = med[best_lf, "allocs_per_req"]
+    printf "  allocations/req       %5.3f   (= 0)       %s\n", x, (x == 0 ? "met" : "MISSED")
+}

@@ -1,0 +1,151 @@
+/* bench/srv_lf.c - the benchmark's request/reply server on lf_reactor.h (wire.h).
+ *
+ *   srv_lf [-p PORT] [-t THREADS] [-f FLAGS]
+ *
+ * THREADS threads (default 2) run one reactor: one leader waits, promotes a follower,
+ * then reads, serves and answers the request it was handed, and joins the followers
+ * again. The promotion policy and the backend are the header's macros, chosen when
+ * this file is compiled (LF_PROMOTE, LF_REACTOR_BACKEND). FLAGS, added together:
+ *   1  open the reactor with LF_REACTOR_CONCURRENT (every thread waits in epoll_wait)
+ *   2  register connections one-shot (without LF_EV_EDGE)
+ *
+ * By default connections are registered with LF_EV_EDGE: the handler empties the
+ * socket on every dispatch, so epoll keeps it armed and no epoll_ctl is spent per
+ * request. Emptying costs no extra read: a read that returns less than it asked for
+ * has taken everything there was. One-shot (-f 2), the handler reads once and
+ * leaves the rest to the next event, which the re-arm reports.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* accept4 */
+#endif
+#include "lf_reactor.h"
+#include "srv_common.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+struct conn {
+    lf_handler h;                     /* first: the handler is the connection */
+    unsigned have;                    /* bytes of an unfinished request in buf */
+    unsigned char buf[64 * WIRE_SIZE];
+};
+
+static lf_reactor reactor;
+static uint32_t conn_events = LF_EV_READ | LF_EV_EDGE;
+
+/* Write all of it. The reply fits an empty socket buffer, so this loops only if the
+ * client pipelines more than the kernel will buffer. */
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+        } else if (w < 0 && errno == EAGAIN) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            (void)poll(&pfd, 1, 1000);
+        } else if (!(w < 0 && errno == EINTR)) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int on_conn(lf_handler *h, int fd, uint32_t events)
+{
+    struct conn *c = (struct conn *)h;
+    (void)events;
+    for (;;) {
+        size_t room = sizeof c->buf - c->have;
+        ssize_t n = read(fd, c->buf + c->have, room);
+        if (n == 0)
+            return LF_REMOVE;
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN ? LF_KEEP : LF_REMOVE;
+        }
+        size_t end = c->have + (size_t)n, whole = end - end % WIRE_SIZE;
+        for (size_t off = 0; off < whole; off += WIRE_SIZE)
+            wire_serve(c->buf + off);
+        if (whole && write_all(fd, c->buf, whole) != 0)
+            return LF_REMOVE;
+        c->have = (unsigned)(end - whole);
+        if (c->have)
+            memmove(c->buf, c->buf + whole, c->have);
+        /* a short read emptied the socket; one-shot, the re-arm reports any rest */
+        if ((size_t)n < room || !(conn_events & LF_EV_EDGE))
+            return LF_KEEP;
+    }
+}
+
+static void on_conn_close(lf_handler *h)
+{
+    free(h);
+}
+
+/* Accept everything that is waiting: one turn for a burst of connections. */
+static int on_accept(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)events;
+    for (;;) {
+        int s = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (s < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno != EAGAIN)
+                fprintf(stderr, "srv_lf: accept: %s\n", strerror(errno));
+            return LF_KEEP;
+        }
+        srv_nodelay(s);
+        struct conn *c = calloc(1, sizeof *c);
+        if (!c) {
+            close(s);
+            continue;
+        }
+        lf_handler_init(&c->h, on_conn, on_conn_close);
+        int rc = lf_reactor_register(&reactor, &c->h, s, conn_events);
+        if (rc != 0) {
+            fprintf(stderr, "srv_lf: register: %s\n", strerror(rc));
+            close(s);
+            free(c);
+        }
+    }
+}
+
+static void *run(void *arg)
+{
+    (void)arg;
+    lf_reactor_run(&reactor, NULL);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    struct srv_args a = srv_parse(argc, argv, 2);
+    static lf_handler acceptor;
+    srv_raise_nofile();
+    if (a.flags & 2)
+        conn_events = LF_EV_READ;
+    int rc = lf_reactor_init_flags(&reactor, a.flags & 1 ? LF_REACTOR_CONCURRENT : 0);
+    if (rc != 0) {
+        fprintf(stderr, "srv_lf: lf_reactor_init: %s\n", strerror(rc));
+        return 2;
+    }
+    lf_handler_init(&acceptor, on_accept, NULL);
+    int lfd = srv_listen(&a, 1);
+    rc = lf_reactor_register(&reactor, &acceptor, lfd, LF_EV_READ);
+    if (rc != 0) {
+        fprintf(stderr, "srv_lf: register listener: %s\n", strerror(rc));
+        return 2;
+    }
+    for (int i = 1; i < a.threads; i++) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, run, NULL) != 0)
+            srv_die("pthread_create");
+    }
+    run(NULL); /* until killed */
+    return 0;
+}

@@ -106,4 +106,17 @@ END {
     printf "  fairness              %5.3f   (>= 0.95)   %s\n", x, (x >= 0.95 ? "met" : "MISSED")
     x = med[best_lf, "allocs_per_req"]
     printf "  allocations/req       %5.3f   (= 0)       %s\n", x, (x == 0 ? "met" : "MISSED")
+    # every lf row against every target at once
+    all = ""
+    for (r = 1; r <= nrows; r++) {
+        n = order[r]
+        if (!runs[n] || n !~ /^lf\./) continue
+        ok = med[n, "fair"] >= 0.95 && med[n, "allocs_per_req"] == 0
+        for (k = 1; k <= 3; k++)
+            if (P[k] != "ace.tp" && runs[P[k]] && med[n, "rps"] < 1.3 * med[P[k], "rps"]) ok = 0
+        if (floor_cpu > 0 && med[n, "cpu_us_per_req"] > 1.15 * floor_cpu) ok = 0
+        if (runs["hshr"] && med[n, "cs_per_req"] > 0.5 * med["hshr", "cs_per_req"]) ok = 0
+        if (ok) all = all " " n
+    }
+    printf "lf rows that meet every target at once:%s\n", (all == "" ? " none" : all)
 }

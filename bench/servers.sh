@@ -26,7 +26,7 @@
 # unavailable. Then the scaling rows: server CPU per request at SCALE connections.
 #
 # Writes bench/results/servers.csv (the table), servers.raw (every run's line),
-# scaling.csv, and servers.svg / scaling.svg when gnuplot is there. Exits 1 if any
+# scaling.csv, and servers.png / scaling.png when gnuplot is there. Exits 1 if any
 # run saw a wrong, lost or late reply (or a server failed to start).
 set -eu
 

@@ -264,7 +264,7 @@ int main(void)
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_READ), EINVAL);
     a.h.handle_event = on_event;
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], 0), EINVAL);
-    CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_READ | 0x40u), EINVAL); /* unknown */
+    CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_READ | 0x80u), EINVAL); /* unknown (0x40 is LF_EV_EDGE) */
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], 0x80000000u), EINVAL);
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_TIMEOUT), EINVAL); /* not I/O */
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_NOTIFY), EINVAL);

@@ -378,6 +378,7 @@ struct lf_reactor_group {
 #define LF__SUSPENDED 0x200u /* lf_reactor_deactivate: no dispatch may start */
 #define LF__REMOVED 0x400u   /* removed: no dispatch may start, ever */
 #define LF__ARMED 0x800u     /* poll/select: in the set the leader waits on */
+#define LF__FIRED 0x1000u    /* epoll: the kernel reported it (one-shot: now disarmed) */
 #define LF__PENDING LF_EV_ALL
 
 /* ------------------------------------------------------------------ >>rcu
@@ -876,6 +877,14 @@ static inline void lf__rearm(lf_reactor *r, lf_handler *h)
     struct epoll_event e;
     if (h->lf__mask & LF_EV_EDGE)
         return; /* never disarmed: an edge while busy left its bits for lf__release */
+    /* Only a report disarms a one-shot handle, and every report sets LF__FIRED on its
+     * way in (lf__dispatch, also when it only leaves its bits to a busy owner). None
+     * since the last re-arm (a dispatch of a timer or a notification alone): the
+     * handle is still armed, and the system call is saved. A report whose event is
+     * still on its way (harvested, not yet in lf__dispatch) sets the bit later and
+     * re-arms through its own dispatch. */
+    if (!(lf__fetch_and(&h->lf__state, ~LF__FIRED, seq_cst) & LF__FIRED))
+        return;
     memset(&e, 0, sizeof e);
     e.events = lf__to_os(h->lf__mask);
     e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
@@ -1235,7 +1244,7 @@ static inline int lf__dispatch(void *ctx, lf_event *ev)
     if (h == NULL || h->lf__gen != (uint32_t)ev->u64) {
         /* the handler was removed (and maybe the fd reused) after the event was seen */
         lf__fetch_add(&r->lf__n_stale, 1ULL, relaxed);
-    } else if (ev->events == 0 || lf__post(h, ev->events)) {
+    } else if (ev->events == 0 || lf__post(h, ev->events | LF__FIRED)) {
         lf__run(r, h); /* from the queue (owned already), or we just took it */
     } else {
         lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed); /* its owner takes the bits */

@@ -127,6 +127,9 @@
  *   thread the reactor dispatches the connection to (lf_reactor_run threads too),
  *   which hands each one to its waiter: parked in the reactor's pool, it is woken
  *   there (lf_pool_notify); leading the reactor, its wait is made to return.
+ *   lf_reactor_stop on that reactor finishes the bound as lf_bound_shutdown does
+ *   (waiters get ECANCELED, later expect and send too): no thread reads the
+ *   connection any more.
  *   Nested upcalls are ALLOWED: a handler that a waiting thread dispatches may call
  *   lf_bound_call itself; that inner call turns the reactor the same way and returns
  *   first, and the outer call returns after it (its reply, if it came meanwhile,
@@ -966,7 +969,13 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
             }
             lf_pool_leave(&r->pool, &c->lf__f);
         }
-        if (rc == ETIMEDOUT || rc == ECANCELED) {
+        if (rc == ECANCELED && lf__load(&r->lf__stopped, relaxed)) {
+            /* lf_reactor_stop is final, and the reactor was this connection's only
+             * reader: the bound is finished, as after lf_bound_shutdown (every waiter
+             * gets ECANCELED, expect and send refuse), so no request is sent that
+             * nobody would read the reply to. c's own result may be in already. */
+            lf__bound_fail(b, ECANCELED, c);
+        } else if (rc == ETIMEDOUT || rc == ECANCELED) {
             pthread_mutex_lock(&b->lf__lock);
             lf__bound_withdraw_locked(b, c, rc);
             pthread_mutex_unlock(&b->lf__lock);

@@ -10,6 +10,8 @@
 #                                   each required to dispatch 10^7 events
 #   make lint                       cppcheck + clang-tidy (also part of make test)
 #   make fuzz                       the fuzzers for FUZZ_S seconds each, keeping finds
+#   make soak                       the OLTP demo under churn for SOAK_S (600) seconds,
+#                                   every request accounted for
 #   make install / uninstall        PREFIX=/usr/local DESTDIR=
 #   make setup                      install what is missing (as root), or say how
 #
@@ -178,6 +180,15 @@ $(RESULTS)/compile/bench-smoke:
 	@test/check.sh $@ "bench: servers and the OLTP demo answer every request (ASan+UBSan)" compiles -- test/bench_smoke.sh $(CC) $(BUILD)/bench-smoke
 RUN_compile += $(RESULTS)/compile/bench-smoke
 
+# Soak: the OLTP demo under connection churn, resets of client and back-end
+# connections, stalls and timers, every request accounted for (answered, or failed
+# with a reason the client was told), ASan+UBSan. make soak runs SOAK_S seconds.
+SOAK_TEST_S ?= 30
+SOAK_S ?= 600
+$(RESULTS)/compile/soak:
+	@test/check.sh $@ "soak: OLTP demo under churn and resets, $(SOAK_TEST_S) s, every request accounted (ASan+UBSan)" compiles -- test/soak.sh $(CC) $(BUILD)/soak-test $(SOAK_TEST_S)
+RUN_compile += $(RESULTS)/compile/soak
+
 # ---------------------------------------------------------------- install
 # make install PREFIX=/usr/local DESTDIR=    the headers into $(PREFIX)/include/lf/,
 # lf.pc (pkg-config) and a CMake package (find_package(lf) -> target lf::lf). The
@@ -270,7 +281,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---------------------------------------------------------------- targets
-.PHONY: test prebuild setup lint fuzz bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
+.PHONY: test prebuild setup lint fuzz soak bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
 
 setup:
 	@test/setup.sh
@@ -310,6 +321,9 @@ stress: setup
 
 lint: setup
 	@test/lint.sh $(BUILD)/lint
+
+soak: setup
+	@test/soak.sh $(CC) $(BUILD)/soak $(SOAK_S)
 
 fuzz: setup
 	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge

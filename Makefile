@@ -171,7 +171,7 @@ RUN_compile += $(RESULTS)/compile/model
 FUZZ_TEST_S ?= 20
 FUZZ_S ?= 300
 $(RESULTS)/compile/fuzz:
-	@test/check.sh $@ "fuzz: kept corpus + $(FUZZ_TEST_S) s per harness (libFuzzer, ASan+UBSan)" compiles -- test/fuzz.sh $(BUILD)/fuzz $(FUZZ_TEST_S)
+	@test/check.sh $@ "fuzz: kept corpus + $(FUZZ_TEST_S) s per harness, the reactor also on poll and select (libFuzzer, ASan+UBSan)" compiles -- test/fuzz.sh $(BUILD)/fuzz $(FUZZ_TEST_S)
 RUN_compile += $(RESULTS)/compile/fuzz
 
 # The benchmark's own servers answer every request right (300 connections too), and

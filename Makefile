@@ -75,7 +75,7 @@ endef
 $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(POOL_VARIANTS),\
   $(eval $(call run_check,$m,$t,$v,)))))
 # The fault-injection test routes the headers' system calls through its schedule.
-FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=syscall,--wrap=malloc,--wrap=calloc
+FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc
 $(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(REACTOR_TESTS))),\
   $(foreach v,$(REACTOR_VARIANTS),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(if $(filter t_reactor_fault,$t),$(FAULT_WRAP)))))))
 

@@ -17,6 +17,14 @@
  *    three threads wait (every one gets ECONNRESET, none hangs, later calls say so
  *    too); its send fails with EPIPE (the call says ECONNRESET and the context is
  *    free again); its poll gets EINTR every other time (no effect on results).
+ * D. Registration fails in the backend (epoll only: epoll_ctl ADD with ENOSPC, the
+ *    kernel's answer at max_user_watches, and ENOMEM) for a descriptor that is
+ *    readable already: lf_reactor_register returns the error, the descriptor stays
+ *    open and the caller's, nothing is dispatched, and the handler and the fd number
+ *    are free: the same handler registers the same fd once the fault is gone, and its
+ *    waiting data is dispatched once. (The table slot is published before the add
+ *    since the fix for lost first events; this checks it is taken back.)
+ *    EPOLL_CTL_MOD is not failed: the header ignores its result (see LIMITS).
  * Faults a kernel never gives are not injected: a failed eventfd write that is not
  * a full counter, or a FUTEX_WAKE that fails, would be a lost wake-up by fiat. */
 #define LF_BOUND_REACTOR 1
@@ -35,7 +43,8 @@
 
 /* ------------------------------------------------------------------ the schedule */
 
-enum { F_WAIT, F_READ, F_SEND, F_EVENTFD, F_EPOLL_CREATE, F_FUTEX_WAIT, F_ALLOC, NF };
+enum { F_WAIT, F_READ, F_SEND, F_EVENTFD, F_EPOLL_CREATE, F_EPOLL_ADD, F_FUTEX_WAIT, F_ALLOC,
+       NF };
 static LFT_ATOMIC(long) every[NF], err_of[NF], calls[NF], injected[NF];
 
 static void plan(int f, long n, int err)
@@ -70,6 +79,7 @@ ssize_t __real_read(int, void *, size_t);
 ssize_t __real_send(int, const void *, size_t, int);
 int __real_eventfd(unsigned int, int);
 int __real_epoll_create1(int);
+int __real_epoll_ctl(int, int, int, struct epoll_event *);
 long __real_syscall(long, ...);
 void *__real_malloc(size_t);
 void *__real_calloc(size_t, size_t);
@@ -107,6 +117,14 @@ int __wrap_eventfd(unsigned int v, int flags)
 int __wrap_epoll_create1(int flags)
 {
     return inject(F_EPOLL_CREATE) ? -1 : __real_epoll_create1(flags);
+}
+
+/* Only additions fail: re-arms and removals always go through. */
+int __wrap_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
+{
+    if (op == EPOLL_CTL_ADD && inject(F_EPOLL_ADD))
+        return -1;
+    return __real_epoll_ctl(ep, op, fd, ev);
 }
 
 /* Only the futex waits fail (EINTR: a spurious wake-up); wakes always go through. */
@@ -378,6 +396,57 @@ static void bound_under_faults(void)
     close(sv[1]);
 }
 
+/* ------------------------------------------------------------------ D. registration */
+
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+static LFT_ATOMIC(int) d_hits;
+
+static int on_ready(lf_handler *h, int fd, uint32_t events)
+{
+    char c;
+    (void)h;
+    (void)events;
+    if (recvfrom(fd, &c, 1, 0, NULL, NULL) == 1)
+        lft_add(&d_hits, 1);
+    return LF_KEEP;
+}
+#endif
+
+static void register_fails(void)
+{
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    static const int errs[] = {ENOSPC, ENOMEM};
+    lf_reactor r;
+    lf_handler h;
+    int sv[2];
+    struct timespec dl;
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
+    CHECK_EQ(sendto(sv[1], "x", 1, 0, NULL, 0), 1); /* readable before it registers */
+    lf_handler_init(&h, on_ready, NULL);
+    for (unsigned i = 0; i < sizeof errs / sizeof errs[0]; i++) {
+        plan(F_EPOLL_ADD, 1, errs[i]);
+        CHECK_EQ(lf_reactor_register(&r, &h, sv[0], LF_EV_READ), errs[i]);
+        plan_none();
+        CHECK(fcntl(sv[0], F_GETFD) != -1);          /* still open: still the caller's */
+        CHECK_EQ(lf_reactor_remove(&r, &h), ENOENT); /* not registered */
+        CHECK_EQ(lf_reactor_notify(&r, &h, LF_EV_NOTIFY), ENOENT);
+        CHECK_EQ(lf_deadline_in(&dl, 0), 0);
+        CHECK_EQ(lf_reactor_handle_events(&r, &dl), ETIMEDOUT); /* nothing to dispatch */
+        CHECK_EQ(lft_load(&d_hits), 0);
+    }
+    CHECK_EQ(lft_load(&injected[F_EPOLL_ADD]), 2);
+    CHECK_EQ(lf_reactor_register(&r, &h, sv[0], LF_EV_READ), 0); /* slot and h given back */
+    CHECK_EQ(lf_deadline_in(&dl, 2000000000LL), 0);
+    CHECK_EQ(lf_reactor_handle_events(&r, &dl), 0);
+    CHECK_EQ(lft_load(&d_hits), 1);
+    CHECK_EQ(lf_reactor_destroy(&r), 0); /* closes sv[0] */
+    close(sv[1]);
+#endif
+}
+
 int main(void)
 {
     lft_start("t_reactor_fault", 30);
@@ -385,11 +454,13 @@ int main(void)
     setup_fails();
     running_under_faults();
     bound_under_faults();
+    register_fails();
     printf("t_reactor_fault %s/%s: set-up failures returned, nothing left open; "
            "%ld messages exactly once under %ld wait, %ld read and %ld futex faults; "
-           "the bound's read and send failures reached every caller\n",
+           "the bound's read and send failures reached every caller; %ld failed "
+           "registrations given back\n",
            lf_promote_name(), lf_reactor_backend_name(), (long)CONNS * per_conn,
            lft_load(&injected[F_WAIT]), lft_load(&injected[F_READ]),
-           lft_load(&injected[F_FUTEX_WAIT]));
+           lft_load(&injected[F_FUTEX_WAIT]), lft_load(&injected[F_EPOLL_ADD]));
     return 0;
 }

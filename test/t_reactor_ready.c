@@ -81,6 +81,9 @@ int main(void)
         /* every handler of this round dispatched: a lost first event waits forever */
         AWAIT(lft_load(&dispatched_total) == (round + 1) * N,
               "every ready handle registered to be dispatched");
+        /* and closed (deferred, after a grace period), so the descriptor numbers are
+         * free again: select takes fds below FD_SETSIZE only */
+        AWAIT(lft_load(&closed_total) == (round + 1) * N, "every handler closed");
         lft_progress();
     }
 

@@ -26,7 +26,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "wire.h"
+#include "srv_common.h" /* wire.h, srv_connect */
 
 #include <dirent.h>
 #include <errno.h>
@@ -292,21 +292,8 @@ static void sample_server(const int *pids, int npids, _Atomic uint64_t *allocs,
 
 static int connect_one(int port)
 {
-    struct sockaddr_in sin;
-    int one = 1;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((unsigned short)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
-        close(fd);
-        return -1;
-    }
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+    int fd = srv_connect(port);
+    if (fd >= 0 && srv_nonblock(fd) != 0) {
         close(fd);
         return -1;
     }

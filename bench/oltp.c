@@ -258,24 +258,6 @@ static int write_all(int fd, const void *buf, size_t n, int ms)
     return 0;
 }
 
-static int connect_local(int port)
-{
-    struct sockaddr_in sin;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    sin.sin_port = htons((unsigned short)port);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
-        close(fd);
-        return -1;
-    }
-    srv_nodelay(fd);
-    return fd;
-}
-
 static void sleep_ns(long long ns)
 {
     struct timespec ts;
@@ -1068,7 +1050,7 @@ static void fe_stats_add(struct lf_bound_stats *sum, const struct lf_bound_stats
  * MUX_CLOSED. 0, or why not (m stays closed). */
 static int fe_mux_open(struct mux *m)
 {
-    int fd = connect_local(fe.bport), fd2 = -1, rc;
+    int fd = srv_connect(fe.bport), fd2 = -1, rc;
     if (fd < 0)
         return errno != 0 ? errno : ECONNREFUSED;
     if (fe.idle_ns > 0 && (fd2 = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
@@ -1397,7 +1379,7 @@ static int run_client(int port, int conns, int secs, uint32_t work, pid_t kill_p
     for (int i = 0; i < conns; i++) {
         struct epoll_event ev;
         cc[i].idx = (uint32_t)i;
-        if ((cc[i].fd = connect_local(port)) < 0 || srv_nonblock(cc[i].fd) != 0) {
+        if ((cc[i].fd = srv_connect(port)) < 0 || srv_nonblock(cc[i].fd) != 0) {
             perror("oltp demo: connect to the front-end");
             return -1;
         }
@@ -1947,7 +1929,7 @@ static void soak_open(struct sconn *c, long long now)
 {
     struct epoll_event ev;
     unsigned r;
-    int fd = connect_local(so.port);
+    int fd = srv_connect(so.port);
     if (fd < 0 || srv_nonblock(fd) != 0) {
         if (fd >= 0)
             close(fd);

@@ -39,7 +39,6 @@
 #include "wire.h"
 #include "srv_common.h"
 
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -234,26 +233,6 @@ static void io_loop(int lfd)
 
 /* >>workers: the half-sync layer */
 
-/* Write all of m; the socket is non-blocking (the I/O thread reads it), so wait for
- * room with poll when it is full. 0, or -1 when the connection is broken. */
-static int write_all(int fd, const unsigned char *m, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, m, len);
-        if (n > 0) {
-            m += n;
-            len -= (size_t)n;
-        } else if (n < 0 && errno == EAGAIN) {
-            struct pollfd p = { fd, POLLOUT, 0 };
-            if (poll(&p, 1, -1) < 0 && errno != EINTR)
-                return -1;
-        } else if (!(n < 0 && errno == EINTR)) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 /* Write reply `seq` of c after every earlier one, then let the next one go. */
 static void conn_reply(struct conn *c, uint64_t seq, const unsigned char *m)
 {
@@ -265,7 +244,7 @@ static void conn_reply(struct conn *c, uint64_t seq, const unsigned char *m)
     }
     /* After a failed write the client is gone or going: the I/O thread will see the
      * close; until then, skipping the write keeps a worker from polling a dead peer. */
-    if (!c->broken && write_all(c->fd, m, WIRE_SIZE) != 0)
+    if (!c->broken && srv_write_all(c->fd, m, WIRE_SIZE) != 0)
         c->broken = 1;
     c->seq_out++;
     if (c->turn_waiters > 0)

@@ -21,7 +21,6 @@
 #include "lf_reactor.h"
 #include "srv_common.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 
 struct conn {
@@ -32,25 +31,6 @@ struct conn {
 
 static lf_reactor reactor;
 static uint32_t conn_events = LF_EV_READ | LF_EV_EDGE;
-
-/* Write all of it. The reply fits an empty socket buffer, so this loops only if the
- * client pipelines more than the kernel will buffer. */
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-        } else if (w < 0 && errno == EAGAIN) {
-            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-            (void)poll(&pfd, 1, 1000);
-        } else if (!(w < 0 && errno == EINTR)) {
-            return -1;
-        }
-    }
-    return 0;
-}
 
 static int on_conn(lf_handler *h, int fd, uint32_t events)
 {
@@ -69,7 +49,7 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
         size_t end = c->have + (size_t)n, whole = end - end % WIRE_SIZE;
         for (size_t off = 0; off < whole; off += WIRE_SIZE)
             wire_serve(c->buf + off);
-        if (whole && write_all(fd, c->buf, whole) != 0)
+        if (whole && srv_write_all(fd, c->buf, whole) != 0)
             return LF_REMOVE;
         c->have = (unsigned)(end - whole);
         if (c->have)

@@ -26,21 +26,6 @@
 #define STACK (64 * 1024)
 #define BUF (64 * WIRE_SIZE) /* up to 64 pipelined requests per read */
 
-/* 0, or -1 when the client is gone. */
-static int write_all(int fd, const unsigned char *m, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, m, len);
-        if (n > 0) {
-            m += n;
-            len -= (size_t)n;
-        } else if (!(n < 0 && errno == EINTR)) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static void *conn_thread(void *arg)
 {
     int fd = (int)(intptr_t)arg;
@@ -58,7 +43,7 @@ static void *conn_thread(void *arg)
         size_t whole = len - len % WIRE_SIZE;
         for (size_t off = 0; off < whole; off += WIRE_SIZE)
             wire_serve(buf + off);
-        if (whole > 0 && write_all(fd, buf, whole) != 0)
+        if (whole > 0 && srv_write_all(fd, buf, whole) != 0)
             break;
         len -= whole; /* less than one request: the start of the next */
         memmove(buf, buf + whole, len);

@@ -147,7 +147,11 @@ static void run(int shuffle)
     CHECK_EQ(s.in_flight, 0u);
     CHECK_EQ(s.failed, 0);
     CHECK_EQ(s.pool.leader + s.pool.followers + s.pool.processing, 0u);
-    CHECK(s.handed_off > 0); /* with 6 waiters, leaders do read replies for others */
+    /* Shuffled, leaders do read replies for others. In order, FIFO may hand off none
+     * at all: the oldest waiter leads and its reply is the next (the pattern's point;
+     * seen once in CI under ASan), so there is nothing to require. */
+    if (shuffle)
+        CHECK(s.handed_off > 0);
     CHECK_EQ(lf_bound_destroy(&b), 0);
     close(cli_fd);
     close(srv_fd);

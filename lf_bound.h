@@ -698,11 +698,17 @@ static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
     if (b == NULL || b->lf__map == NULL || (data == NULL && len))
         return EINVAL;
     pthread_mutex_lock(&b->lf__send);
-    pthread_mutex_lock(&b->lf__lock);
-    rc = b->lf__failed;
-    pthread_mutex_unlock(&b->lf__lock);
-    while (len && rc == 0) {
-        ssize_t n = send(b->lf__fd, p, len, MSG_NOSIGNAL);
+    while (len) {
+        ssize_t n;
+        /* before each write, never after the last: a request written whole went out,
+         * and a failure that comes after it is its join's to report (the reply may
+         * even be in already; saying ECONNRESET here would lose it) */
+        pthread_mutex_lock(&b->lf__lock);
+        rc = b->lf__failed;
+        pthread_mutex_unlock(&b->lf__lock);
+        if (rc)
+            break;
+        n = send(b->lf__fd, p, len, MSG_NOSIGNAL);
         if (n < 0 && errno == ENOTSOCK)
             n = write(b->lf__fd, p, len); /* a pipe: the caller handles SIGPIPE */
         if (n > 0) {
@@ -720,11 +726,8 @@ static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
             (void)poll(&pfd, 1, 50);
         } else {
             rc = ECONNRESET;
+            break;
         }
-        pthread_mutex_lock(&b->lf__lock);
-        if (rc == 0 && b->lf__failed)
-            rc = b->lf__failed;
-        pthread_mutex_unlock(&b->lf__lock);
     }
     pthread_mutex_unlock(&b->lf__send);
     if (rc == ECONNRESET)

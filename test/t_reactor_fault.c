@@ -16,7 +16,10 @@
  * C. The bound's connection fails under it: its read fails with ECONNRESET while
  *    three threads wait (every one gets ECONNRESET, none hangs, later calls say so
  *    too); its send fails with EPIPE (the call says ECONNRESET and the context is
- *    free again); its poll gets EINTR every other time (no effect on results).
+ *    free again); its poll gets EINTR every other time (no effect on results). The
+ *    connection fails just after a send went out whole: the send says 0 (the request
+ *    was written; the soak saw it say ECONNRESET for a request whose reply had come
+ *    in meanwhile), and the join reports the failure.
  * D. Registration fails in the backend (epoll only: epoll_ctl ADD with ENOSPC, the
  *    kernel's answer at max_user_watches, and ENOMEM) for a descriptor that is
  *    readable already: lf_reactor_register returns the error, the descriptor stays
@@ -104,9 +107,21 @@ ssize_t __wrap_read(int fd, void *buf, size_t n)
     return inject(F_READ) ? -1 : __real_read(fd, buf, n);
 }
 
+/* set: after the next send went out whole, the connection fails (see part C) */
+static lf_bound *fail_after_send;
+
 ssize_t __wrap_send(int fd, const void *buf, size_t n, int flags)
 {
-    return inject(F_SEND) ? -1 : __real_send(fd, buf, n, flags);
+    ssize_t rc;
+    if (inject(F_SEND))
+        return -1;
+    rc = __real_send(fd, buf, n, flags);
+    if (fail_after_send && rc == (ssize_t)n) {
+        lf_bound *b = fail_after_send;
+        fail_after_send = NULL;
+        lf_bound_shutdown(b); /* as a reader seeing EOF would, in another thread */
+    }
+    return rc;
 }
 
 int __wrap_eventfd(unsigned int v, int flags)
@@ -390,6 +405,22 @@ static void bound_under_faults(void)
     CHECK_EQ(lf_bound_stats(&B, &st), 0);
     CHECK_EQ(st.in_flight, 0u);
     CHECK_EQ(st.failed, ECONNRESET);
+    lf_bound_ctx_destroy(&c);
+    CHECK_EQ(lf_bound_destroy(&B), 0);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* the connection fails right after the request went out whole */
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK_EQ(lf_bound_init(&B, sv[0], &h), 0);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    CHECK_EQ(lf_bound_expect(&B, &c, 6), 0);
+    lft_put_header(req, MAGIC, 0, 6);
+    fail_after_send = &B;
+    CHECK_EQ(lf_bound_send(&B, req, sizeof req), 0); /* written whole: it went out */
+    CHECK(fail_after_send == NULL);
+    CHECK_EQ(lf_bound_join(&B, &c, NULL), ECANCELED); /* the failure, at the join */
+    CHECK_EQ(lf_bound_send(&B, req, sizeof req), ECANCELED); /* later: at once */
     lf_bound_ctx_destroy(&c);
     CHECK_EQ(lf_bound_destroy(&B), 0);
     close(sv[0]);

@@ -115,7 +115,9 @@
  *   int lf_bound_attach(b, lf_reactor *r)            (hybrid only)
  *       Before any thread uses b. r: initialised, not LF_REACTOR_CONCURRENT, not in a
  *       group (ENOTSUP). EBUSY attached already; or what lf_reactor_register says.
- *       From now on the reactor owns fd (it closes it after lf_bound_destroy).
+ *       The fd stays yours, as in bare mode: the reactor never closes it (it is
+ *       registered with LF_EV_KEEPFD), so its number cannot be given to another file
+ *       while the bound may still write to it. Close it after lf_bound_destroy.
  *
  * HYBRID (the pattern's Hybrid Thread Associations and Hybrid Client/Servers)
  *   After lf_bound_attach, the connection is a handle of the reactor, and a thread in
@@ -130,20 +132,26 @@
  *   lf_reactor_stop on that reactor finishes the bound as lf_bound_shutdown does
  *   (waiters get ECANCELED, later expect and send too): no thread reads the
  *   connection any more.
+ *   Teardown: lf_bound_destroy and lf_reactor_destroy may come in either order. The
+ *   bound's handler in the reactor is shared by both and freed by the last to let
+ *   go; lf_bound_destroy takes it out of the reactor (unless a failure or the
+ *   reactor's destroy did) and waits only for a dispatch that is reading into b.
+ *   The hybrid part uses the reactor's public calls only (lf_reactor_register with
+ *   LF_EV_KEEPFD, lf_reactor_remove, lf_reactor_turn, lf_reactor_wake).
  *   Nested upcalls are ALLOWED: a handler that a waiting thread dispatches may call
  *   lf_bound_call itself; that inner call turns the reactor the same way and returns
  *   first, and the outer call returns after it (its reply, if it came meanwhile,
  *   waits in its context). Bound the nesting depth yourself (each level is a stack
- *   frame, and the outer handler's RCU read-side section lasts through it, which
- *   delays deferred handle_close calls, never dispatches). Do not make calls from
- *   handle_close or while holding a lock a handler takes.
+ *   frame). The same holds for calls from a handle_close (it runs on a reactor
+ *   thread). Do not make calls while holding a lock a handler takes.
  *
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
  *   the bound's mutex, with the contexts themselves as the nodes: no allocation per
  *   request. The removal under that mutex is the one arbiter between a reply and a
- *   timeout or cancel. We measured liburcu's cds_lfht for this (shared/URCU.md 3.5:
- *   375-680 ns per request against ~15 ns for a slot array) and did not take it: a
+ *   timeout or cancel. We measured liburcu's cds_lfht for this (375-680 ns per
+ *   request, against ~15 ns for an array of slots, on a 2-vCPU x86-64 VM) and did not
+ *   take it: a
  *   node removed from cds_lfht may not be reused before a grace period (~10 ms until
  *   call_rcu runs), which would force a heap node per request, and this map is written
  *   as often as it is read (expect, reply, withdraw), the case RCU does not help.
@@ -154,8 +162,9 @@
  *   - read_body runs under the bound's mutex, as do the map operations.
  *   - The bound reads the connection; it never closes it. Writing is lf_bound_send's
  *     or yours (then you keep requests from interleaving).
- *   - lf_bound_destroy must not run in a handler (hybrid: it waits for the
- *     connection's handle_close, which waits for every handler to return).
+ *   - lf_bound_destroy may run in a handler of another handle; hybrid, it waits for
+ *     a dispatch of the bound's own handler that is reading into b, so never call it
+ *     while holding a lock that read_body or parse_header takes.
  *   - Hybrid replies read by a thread that is not waiting are still one hand-off
  *     each; a leader woken for its reply costs one reactor kick (an eventfd write).
  */
@@ -246,12 +255,11 @@ struct lf_reactor;
 struct lf_bound {
     lf_pool pool; /* the waiting threads: one leads (reads), the others follow */
     /* private */
-    lf_pool *lf__wpool;         /* where waiters park: &pool, or the reactor's pool */
-    void (*lf__yield)(lf_bound *b); /* wake a waiter that is not parked (it may lead) */
+    /* wake c's thread: lf_pool_notify on our pool (and kick a leader blocked in
+     * poll), or, hybrid, lf_reactor_wake on the reactor the waiters turn */
+    void (*lf__wakeup)(lf_bound *b, lf_bound_ctx *c);
     struct lf_reactor *lf__r;   /* hybrid: the reactor the waiters turn, or NULL */
-    void *lf__att;              /* hybrid: our handler in that reactor */
-    int lf__attached;           /* hybrid: the handler's handle_close has not run yet */
-    pthread_cond_t lf__detached; /* signalled when it has */
+    void *lf__att;              /* hybrid: our handler in that reactor (lf__bound_att) */
     struct lf_bound_hooks lf__hooks;
     int lf__fd;
     int lf__wake[2];          /* eventfd (both the same) or a pipe: wakes a polling leader */
@@ -315,13 +323,19 @@ static inline void lf__bound_kick(lf_bound *b)
     (void)n; /* a full pipe is a kick already pending */
 }
 
-/* Wake c's thread (lock held). Parked: lf_pool_notify wakes exactly it. Not parked:
- * the notification is kept for its next lead, and if it is the leader, blocked in
- * poll (or in the reactor's wait), lf__yield makes that wait return. */
+/* Bare mode: parked, lf_pool_notify wakes exactly c's thread. Not parked: the
+ * notification is kept for its next lead, and if it is the leader, blocked in poll,
+ * the kick makes that poll return. */
+static inline void lf__bound_wake_bare(lf_bound *b, lf_bound_ctx *c)
+{
+    if (lf_pool_notify(&b->pool, &c->lf__f) == EBUSY)
+        lf__bound_kick(b);
+}
+
+/* Wake c's thread (lock held). */
 static inline void lf__bound_wake(lf_bound *b, lf_bound_ctx *c)
 {
-    if (lf_pool_notify(b->lf__wpool, &c->lf__f) == EBUSY)
-        b->lf__yield(b);
+    b->lf__wakeup(b, c);
 }
 
 /* c's result is in (lock held). The owner sees it only after the lock is released,
@@ -599,9 +613,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
         return rc;
     }
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-    b->lf__wpool = &b->pool;
-    b->lf__yield = lf__bound_kick;
-    pthread_cond_init(&b->lf__detached, NULL);
+    b->lf__wakeup = lf__bound_wake_bare;
     b->lf__hooks = *hooks;
     b->lf__fd = fd;
     pthread_mutex_init(&b->lf__lock, NULL);
@@ -611,9 +623,8 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
 
 static inline void lf__bound_detach(lf_bound *b);
 
-/* Contract: no context in flight, no thread inside, not from a handler; the fd stays
- * open (yours), unless the bound was attached to a reactor (then the reactor closes
- * it). */
+/* Contract: no context in flight, no thread inside; the fd stays open (yours, in
+ * both modes). */
 static inline int lf_bound_destroy(lf_bound *b)
 {
     int rc;
@@ -625,17 +636,7 @@ static inline int lf_bound_destroy(lf_bound *b)
     if (rc || (rc = lf_pool_destroy(&b->pool)) != 0)
         return rc;
     if (b->lf__att) {
-        /* hybrid: take our handler out of the reactor (unless a failure did) and wait
-         * until its handle_close ran: a dispatch may still be reading into b */
-        lf__bound_detach(b);
-        pthread_mutex_lock(&b->lf__lock);
-        while (b->lf__attached)
-            pthread_cond_wait(&b->lf__detached, &b->lf__lock);
-        pthread_mutex_unlock(&b->lf__lock);
-        /* ours to free only now: after a failure the reactor ran handle_close long
-         * ago, but lf__bound_detach above still needed the record (to be told
-         * ENOENT), and it must never be a handler registered since at that address */
-        free(b->lf__att);
+        lf__bound_detach(b); /* hybrid: no dispatch of the reactor touches b after it */
         b->lf__att = NULL;
     }
     close(b->lf__wake[0]);
@@ -643,7 +644,6 @@ static inline int lf_bound_destroy(lf_bound *b)
         close(b->lf__wake[1]);
     free(b->lf__map);
     b->lf__map = NULL;
-    pthread_cond_destroy(&b->lf__detached);
     pthread_mutex_destroy(&b->lf__lock);
     pthread_mutex_destroy(&b->lf__send);
     return 0;
@@ -846,94 +846,134 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
 
 /* ------------------------------------------------------------------ >>hybrid
  * Hybrid client/server: the connection is a handle of an lf_reactor, and a thread
- * waiting for its reply turns that reactor (one event per turn, as leader and then
- * processing thread) instead of waiting on the connection alone. So it serves other
- * handles meanwhile (incoming requests, timers), and the replies are read by whichever
- * thread the reactor dispatches the connection's handler to. Waiters park in the
- * reactor's pool; a reply wakes its waiter there (lf_pool_notify), and if that
- * waiter is the reactor's leader, its wait is made to return (lf__yield_leader). */
+ * waiting for its reply turns that reactor (lf_reactor_turn: one event per turn, as
+ * leader and then processing thread) instead of waiting on the connection alone. So
+ * it serves other handles meanwhile (incoming requests, timers), and the replies are
+ * read by whichever thread the reactor dispatches the connection's handler to. A
+ * reply wakes its waiter with lf_reactor_wake (parked in the reactor's pool, or
+ * leading it). This part uses the reactor's public calls only. */
 #ifdef LF_REACTOR_H_INCLUDED
 
+/* The bound's handler in the reactor. Both the bound and the reactor hold it (refs):
+ * the reactor until the handler's handle_close ran, the bound until
+ * lf_bound_destroy, so either may go first. Its lock keeps a dispatch and
+ * lf_bound_destroy apart: once `b` is NULL no dispatch touches the bound. */
 typedef struct lf__bound_att {
     lf_handler h; /* first: the reactor hands us &h */
-    lf_bound *b;
+    pthread_mutex_t lock;
+    lf_bound *b; /* NULL after lf_bound_destroy */
+    lf_reactor *r;
+    int refs;   /* the bound's and the reactor's */
+    int closed; /* the reactor ran handle_close */
 } lf__bound_att;
 
 /* the context this thread waits for in lf_bound_join (NULL: none), shared by every
  * file of the program like the reactor's own per-thread state */
 LF__SHARED LF__THREAD_LOCAL lf_bound_ctx *lf__bound_self;
 
-static inline void lf__bound_yield_reactor(lf_bound *b)
+/* a->lock held: drop one reference (and the lock); the last one frees a. */
+static inline void lf__bound_att_put(lf__bound_att *a)
 {
-    lf__yield_leader((lf_reactor *)b->lf__r);
+    int last = --a->refs == 0;
+    pthread_mutex_unlock(&a->lock);
+    if (last) {
+        pthread_mutex_destroy(&a->lock);
+        free(a);
+    }
+}
+
+static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
+{
+    (void)lf_reactor_wake((lf_reactor *)b->lf__r, &c->lf__f);
 }
 
 /* The connection is readable: read what is there and deliver every reply. One
  * thread at a time (the reactor's promise), so the receive state needs no lock. */
 static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
 {
-    lf_bound *b = ((lf__bound_att *)(void *)h)->b;
+    lf__bound_att *a = (lf__bound_att *)(void *)h;
+    lf_bound *b;
+    int rc = LF_KEEP;
     (void)fd;
     (void)events;
-    for (;;) {
-        if (lf__bound_consume(b, lf__bound_self, 0) != 0)
-            return LF_REMOVE; /* failed: every waiter has its error */
+    pthread_mutex_lock(&a->lock);
+    if ((b = a->b) == NULL)
+        rc = LF_REMOVE; /* lf_bound_destroy is removing us */
+    while (b != NULL) {
+        if (lf__bound_consume(b, lf__bound_self, 0) != 0) {
+            rc = LF_REMOVE; /* failed: every waiter has its error */
+            break;
+        }
         switch (lf__bound_fill(b, lf__bound_self)) {
         case 1:
             continue;
         case 0:
-            return LF_KEEP; /* drained: wait for more */
+            rc = LF_KEEP; /* drained: wait for more */
+            break;
         default:
-            return LF_REMOVE;
+            rc = LF_REMOVE;
+            break;
         }
+        break;
     }
+    pthread_mutex_unlock(&a->lock);
+    return rc;
 }
 
 static inline void lf__bound_on_close(lf_handler *h)
 {
     lf__bound_att *a = (lf__bound_att *)(void *)h;
-    lf_bound *b = a->b;
-    pthread_mutex_lock(&b->lf__lock);
-    b->lf__attached = 0; /* the record itself is freed by lf_bound_destroy */
-    pthread_cond_broadcast(&b->lf__detached);
-    pthread_mutex_unlock(&b->lf__lock);
+    pthread_mutex_lock(&a->lock);
+    a->closed = 1;
+    lf__bound_att_put(a);
 }
 
+/* lf_bound_destroy: cut the handler off the bound, take it out of the reactor (unless
+ * a failure or the reactor's destroy did), and drop the bound's reference. */
 static inline void lf__bound_detach(lf_bound *b)
 {
     lf__bound_att *a = (lf__bound_att *)b->lf__att;
-    (void)lf_reactor_remove((lf_reactor *)b->lf__r, &a->h); /* ENOENT: a failure did;
-                                                                * a is still ours */
+    int closed;
+    pthread_mutex_lock(&a->lock); /* waits for a dispatch that reads into b */
+    a->b = NULL;
+    closed = a->closed;
+    pthread_mutex_unlock(&a->lock);
+    if (!closed)
+        (void)lf_reactor_remove(a->r, &a->h); /* ENOENT: a failure removed it */
+    pthread_mutex_lock(&a->lock);
+    lf__bound_att_put(a);
 }
 
 /* Contract: before any thread uses b; r is initialised, not LF_REACTOR_CONCURRENT and
- * not in a group. From now on the reactor owns the connection's fd (it closes it). */
+ * not in a group. The fd stays the caller's (the reactor never closes it). */
 static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
 {
     lf__bound_att *a;
     int rc;
     if (b == NULL || r == NULL || b->lf__map == NULL)
         return EINVAL;
-    if (r->lf__concurrent || r->lf__group)
-        return ENOTSUP; /* no leader slot of its own for the waiters to take turns at */
+    if ((rc = lf_reactor_turn(r, NULL, NULL)) != 0)
+        return rc == EINVAL ? EINVAL : ENOTSUP; /* no leader slot for the waiters */
     if (b->lf__att)
         return EBUSY;
     if ((a = (lf__bound_att *)calloc(1, sizeof *a)) == NULL)
         return ENOMEM;
+    if ((rc = pthread_mutex_init(&a->lock, NULL)) != 0) {
+        free(a);
+        return rc;
+    }
     a->b = b;
+    a->r = r;
+    a->refs = 2;
     lf_handler_init(&a->h, lf__bound_on_event, lf__bound_on_close);
-    pthread_mutex_lock(&b->lf__lock);
-    b->lf__attached = 1;
-    pthread_mutex_unlock(&b->lf__lock);
-    if ((rc = lf_reactor_register(r, &a->h, b->lf__fd, LF_EV_READ)) != 0) {
-        b->lf__attached = 0;
+    if ((rc = lf_reactor_register(r, &a->h, b->lf__fd, LF_EV_READ | LF_EV_KEEPFD)) != 0) {
+        pthread_mutex_destroy(&a->lock);
         free(a);
         return rc;
     }
     b->lf__r = r;
     b->lf__att = a;
-    b->lf__wpool = &r->pool;
-    b->lf__yield = lf__bound_yield_reactor;
+    b->lf__wakeup = lf__bound_wake_reactor;
     return 0;
 }
 
@@ -945,7 +985,6 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
     lf_bound_ctx *outer = lf__bound_self; /* a join nested in a handler's upcall */
     int rc;
 
-    lf__rcu_enter();
     lf__bound_self = c;
     for (;;) {
         pthread_mutex_lock(&b->lf__lock);
@@ -960,29 +999,18 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
         }
         pthread_mutex_unlock(&b->lf__lock);
 
-        rc = lf_pool_lead(&r->pool, &c->lf__f, deadline);
-        if (rc == 0) {
-            lf_event ev;
-            rc = lf__wait(r, &ev, deadline);
-            if (rc == 0) {
-                lf_pool_promote(&r->pool, &c->lf__f);
-                lf__dispatch(r, &ev); /* maybe our own reply, maybe someone's request */
-            } else if (rc == EINTR && lf__load(&r->lf__stopped, relaxed)) {
-                rc = ECANCELED;
-            }
-            lf_pool_leave(&r->pool, &c->lf__f);
-        }
-        if (rc == ECANCELED && lf__load(&r->lf__stopped, relaxed)) {
+        rc = lf_reactor_turn(r, &c->lf__f, deadline); /* maybe our reply, maybe a request */
+        if (rc == ECANCELED) {
             /* lf_reactor_stop is final, and the reactor was this connection's only
              * reader: the bound is finished, as after lf_bound_shutdown (every waiter
              * gets ECANCELED, expect and send refuse), so no request is sent that
              * nobody would read the reply to. c's own result may be in already. */
             lf__bound_fail(b, ECANCELED, c);
-        } else if (rc == ETIMEDOUT || rc == ECANCELED) {
+        } else if (rc == ETIMEDOUT) {
             pthread_mutex_lock(&b->lf__lock);
             lf__bound_withdraw_locked(b, c, rc);
             pthread_mutex_unlock(&b->lf__lock);
-        } else if (rc != 0 && rc != EINTR && rc != EAGAIN) {
+        } else if (rc != 0 && rc != EINTR) {
             pthread_mutex_lock(&b->lf__lock); /* the reactor failed: give up */
             lf__bound_withdraw_locked(b, c, ECANCELED);
             pthread_mutex_unlock(&b->lf__lock);

@@ -7,7 +7,9 @@
  *       deactivate the handle -> promote a follower -> dispatch the handler ->
  *       reactivate the handle.
  *   So at most one thread is ever inside one handler, for I/O, timers and
- *   notifications alike, while different handlers run concurrently.
+ *   notifications alike, while different handlers run concurrently. No user code runs
+ *   inside liburcu's read-side sections or on liburcu's threads: a handler may block
+ *   as long as it likes, and every hook may call back into the reactor.
  *
  * QUICK START
  *   #include "lf_reactor.h"
@@ -17,7 +19,7 @@
  *   static void on_close(lf_handler *h) { free(container of h); }
  *
  *   lf_reactor r;  lf_reactor_init(&r);
- *   c->h.handle_event = on_event; c->h.handle_close = on_close;
+ *   lf_handler_init(&c->h, on_event, on_close);
  *   lf_reactor_register(&r, &c->h, fd, LF_EV_READ);
  *   each of N threads: lf_reactor_run(&r, NULL);     (returns ECANCELED after stop)
  *   lf_reactor_stop(&r); join the threads; lf_reactor_destroy(&r);
@@ -32,46 +34,59 @@
  *       poll    the leader polls the armed handles; a handle reported ready is
  *               disarmed, reactivation re-arms it and wakes a blocked leader.
  *       select  as poll; fds must be < FD_SETSIZE (EINVAL otherwise).
- *   LF_RCU_BP            use liburcu's bp flavour (survives fork() without exec)
- *                        instead of memb. Link liburcu-bp instead of liburcu-memb.
+ *   LF_RCU_BP            use liburcu's bp flavour instead of memb (link liburcu-bp
+ *                        instead of liburcu-memb); see FORK.
  *   LF_REACTOR_BATCH     events the epoll leader harvests per epoll_wait and hands
  *                        out one per turn (default 64).
  *   LF_PROMOTE, LF_SYNC  as in lf.h (the reactor's pool).
  *
- * LIBURCU (the one dependency; RCU makes the fd -> handler lookup lock-free)
- *   Flavour memb by default (urcu_memb_* names only; the header never defines
- *   _LGPL_SOURCE, it honours yours). Threads inside lf_reactor_run are registered
- *   by it. Other threads that call lf_reactor_* are registered lazily on their first
- *   call and unregistered when they exit. A thread that your own code already
- *   registered with the same flavour must not call lf_reactor_* before telling us:
- *   lf_reactor_rcu_registered(1). Handlers must never call synchronize_rcu,
- *   rcu_barrier or lf_reactor_destroy (they run inside a read-side section).
- *   Before unloading code that holds handlers, call lf_reactor_destroy (it waits
- *   for every deferred close). fork() without exec while threads run: use LF_RCU_BP.
- *   liburcu >= 0.13.3 is recommended (0.13.2 leaks its call_rcu thread at exit).
- *
- * HANDLERS
+ * HANDLERS AND THEIR LIFE
  *   A handler is a caller-owned struct (embed lf_handler in yours) with two hooks:
  *     int  handle_event(lf_handler *h, int fd, uint32_t events)
  *         events: LF_EV_* bits (READ, WRITE, TIMEOUT, SIGNAL, CLOSE, NOTIFY; several
  *         may come at once). Returns LF_KEEP (reactivate the handle), LF_REMOVE
  *         (remove the handler), or LF_RESUMED (the handler already called
  *         lf_reactor_reactivate, e.g. after reading one whole message, so another
- *         thread could take its next event: nothing more to do).
+ *         thread could take its next event while this one processes the message).
+ *         After that call other threads may run h's handle_event too, and its state
+ *         (buffers) is theirs; h itself stays valid and its fd open until this call
+ *         returns (its handle_close waits for every thread inside handle_event).
  *     void handle_close(lf_handler *h)         (may be NULL)
  *         Runs exactly once after lf_reactor_remove (or LF_REMOVE, or destroy), when no
- *         thread is inside the handler any more; afterwards the reactor closes the fd.
- *         It runs on liburcu's call_rcu thread: keep it short, free the handler here.
+ *         thread is inside handle_event any more, on a thread that runs the reactor
+ *         (as one turn's event, after the promotion) or in lf_reactor_destroy: never
+ *         on a thread of liburcu's. It may call every lf_reactor_* function but
+ *         destroy, register h again (also on the same fd), and free h.
+ *   The life of a registration:
+ *       register -> dispatches -> remove -> (grace period, last dispatch returns)
+ *       -> handle_close -> the fd is closed (unless LF_EV_KEEPFD) -> free again.
+ *   The grace period is liburcu's (about 10-20 ms: its call_rcu thread polls every
+ *   10 ms); it covers only the table lookups, never user code, so a handler that
+ *   blocks delays no other handler's close. handle_close needs a thread that turns
+ *   the reactor (lf_reactor_run, handle_events, a hybrid lf_bound join) or
+ *   lf_reactor_destroy: with none, it waits for one.
+ *   A handler must start zeroed (calloc, = {0}, or lf_handler_init). Its record may
+ *   be registered again once its handle_close has returned, or from inside it; any
+ *   earlier registration of it is refused with EEXIST.
  *   Readiness is a hint: a dispatch with LF_EV_READ may find nothing to read (an
  *   event that arrived while the handler was busy and the re-arm after it can report
  *   the same data), so use non-blocking fds and treat EAGAIN as "nothing yet".
- *   A handler must start zeroed (calloc, = {0}, or lf_handler_init) and may be
- *   registered again, or freed, once its handle_close runs (EEXIST before that).
- *   After lf_reactor_register the reactor owns the fd: it closes it after
- *   handle_close. The fd number therefore cannot be reused while a stale event for
- *   the old handler may still be in flight; generation tags reject what is left.
  *
- * FUNCTIONS (all thread-safe; errors are errno values as in lf.h)
+ * WHO OWNS THE FD
+ *   By default the reactor does: it closes the fd after handle_close returns, and the
+ *   fd stays registered-looking (EEXIST for a new registration) until then, so its
+ *   number cannot be reused while an event for it may be in flight.
+ *   With LF_EV_KEEPFD the fd stays yours: the reactor never closes it, and the fd is
+ *   free for a new registration as soon as no dispatch of the old handler can touch
+ *   it (at once when lf_reactor_remove is called from the handler's own
+ *   handle_event or while no dispatch runs; else when that dispatch returns). That is
+ *   how a live connection changes handlers: remove the old one and register the new
+ *   one, on the same fd, from the old one's handle_event. Close the fd yourself, after
+ *   lf_reactor_remove (poll/select: a blocked leader is woken to let go of it).
+ *   Generation tags drop events of an old registration that arrive after a new one.
+ *
+ * FUNCTIONS (errors are errno values as in lf.h; EINVAL for a reactor that is not
+ * initialised, or destroyed, or a NULL argument)
  *   int lf_reactor_init(lf_reactor *r)             ENOMEM, EMFILE, EAGAIN (no key), ...
  *   int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
  *       LF_REACTOR_CONCURRENT (epoll only, else ENOTSUP): the pattern's relaxed
@@ -81,29 +96,33 @@
  *       and cores many (one leader would be the bottleneck); costs more wake-ups and
  *       kernel lock traffic when they are few. See RELAXED SERIALIZATION below.
  *   int lf_reactor_destroy(lf_reactor *r)
- *       EBUSY while threads run it. Removes every handler left (handle_close runs,
- *       fds are closed), waits for deferred closes, frees everything.
+ *       EBUSY while threads run it (or in a group, or from a hook). Stops it, removes
+ *       every handler left, runs every pending handle_close (fds closed as above),
+ *       frees everything. Hooks it runs may call lf_reactor_remove; register, notify
+ *       and timer_start return ECANCELED there.
  *   int lf_reactor_register(r, h, fd, events)
  *       events: LF_EV_READ and/or LF_EV_WRITE (timers, notifications and signals
- *       need no interest bits), optionally | LF_EV_EDGE: a promise that handle_event
- *       empties the handle on every dispatch (reads until EAGAIN, or until a read
- *       returns less than asked on a stream socket). epoll then keeps the handle
- *       armed, edge-triggered, instead of re-arming it with one epoll_ctl per event
- *       (about 1 us of system call on the machines we measured; bench/dispatch.sh);
- *       what arrives while the handler runs or is deactivated is delivered after,
- *       as always. A handler that leaves data behind is not called again until more
- *       arrives. poll/select ignore the flag (they re-arm without a system call). EBADF invalid fd, EEXIST fd already registered or h
- *       in use, EINVAL empty or unknown mask or NULL hook (select: also fd >=
- *       FD_SETSIZE), ECANCELED after stop, or what the backend says (epoll: EPERM
- *       for a regular file).
+ *       need no interest bits), optionally | LF_EV_EDGE and | LF_EV_KEEPFD.
+ *       LF_EV_EDGE: a promise that handle_event empties the handle on every dispatch
+ *       (reads until EAGAIN, or until a read returns less than asked on a stream
+ *       socket). epoll then keeps the handle armed, edge-triggered, instead of
+ *       re-arming it with one epoll_ctl per event (about 1 us of system call on the
+ *       machines we measured; bench/dispatch.sh); what arrives while the handler runs
+ *       or is deactivated is delivered after, as always. A handler that leaves data
+ *       behind is not called again until more arrives. poll/select ignore the flag.
+ *       LF_EV_KEEPFD: the fd stays the caller's (see WHO OWNS THE FD).
+ *       EBADF invalid fd; EEXIST fd registered (or its last registration not closed
+ *       yet) or h in use (registered, or its handle_close not finished); EINVAL
+ *       empty or unknown mask or NULL hook (select: also fd >= FD_SETSIZE);
+ *       ECANCELED after stop; or what the backend says (epoll: EPERM for a regular
+ *       file).
  *   void lf_handler_init(h, handle_event, handle_close) / void lf_timer_init(t)
  *       Zero a caller-owned record and set its hooks.
  *   int lf_reactor_remove(r, h)
- *       From any thread, also inside h's own handle_event. When it returns, no event
- *       is claimed for h any more; it does not wait for a dispatch that claimed h
- *       before (that one may still be entering or running handle_event).
- *       handle_close follows once the last such dispatch left. ENOENT for a handler
- *       not registered here (or already removed).
+ *       From any thread, also inside h's own handle_event. When it returns, no
+ *       dispatch of h starts any more; one already running goes on (remove does not
+ *       wait for it), and handle_close follows it. ENOENT for a handler not registered
+ *       here (or already removed).
  *   int lf_reactor_deactivate(r, h) / lf_reactor_reactivate(r, h)
  *       Suspend / resume dispatching of h (events arriving meanwhile are kept and
  *       delivered on reactivation). Called by h's own handle_event, reactivate ends
@@ -119,28 +138,114 @@
  *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
  *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
- *       handler are cancelled by the removal. ENOENT, ECANCELED as notify.
+ *       handler are cancelled by the removal. ENOENT, ECANCELED as notify; EINVAL for
+ *       a negative time.
  *   int lf_reactor_timer_cancel(r, t)              ENOENT if not armed.
  *   int lf_reactor_run(r, deadline)
  *       Join the calling thread to the reactor's pool until lf_reactor_stop
- *       (ECANCELED) or the deadline (ETIMEDOUT).
+ *       (ECANCELED) or the deadline (ETIMEDOUT). EBUSY when a group leads r.
  *   int lf_reactor_handle_events(r, deadline)
  *       One turn on the calling thread: wait (as leader) for one event and dispatch
- *       it. 0, ETIMEDOUT or ECANCELED. A deadline already past (lf_deadline_in(&d,
- *       0)) polls: the handles are looked at once without blocking.
- *   int lf_reactor_stop(r)                         every running thread returns.
+ *       it. 0, ETIMEDOUT, ECANCELED or EBUSY (grouped). A deadline already past
+ *       (lf_deadline_in(&d, 0)) polls: the handles are looked at once without
+ *       blocking.
+ *   int lf_reactor_turn(r, lf_follower *self, deadline)
+ *       handle_events with the caller's own follower record (lf_follower_init), so
+ *       that lf_reactor_wake can single the caller out: what a library that waits
+ *       for something else while it serves the reactor builds on (lf_bound.h does).
+ *       As handle_events, plus EINTR: lf_reactor_wake(r, self) was called, and
+ *       ENOTSUP with LF_REACTOR_CONCURRENT (no leader slot to single a thread out
+ *       of; handle_events works there). self NULL turns nothing: it only says whether
+ *       a turn could run (0, EINVAL, ENOTSUP, or EBUSY for a grouped reactor).
+ *   int lf_reactor_wake(r, lf_follower *f)
+ *       Make the thread turning r with f return EINTR from lf_reactor_turn: at once
+ *       if it follows or leads, else from its next turn (nothing is lost between a
+ *       check and a turn). Never blocks; ENOTSUP as turn. A leader's wait is
+ *       interrupted through the
+ *       wake-up descriptor, so another thread leading at that moment may see a
+ *       spurious EINTR (lf_reactor_run ignores it).
+ *   int lf_reactor_stop(r)
+ *       Every running thread returns (ECANCELED), now and later: stop is final (make
+ *       a new reactor to start again: the pool's followers are released for good).
+ *       Async-signal-safe: it only stores a flag and writes the wake-up descriptor;
+ *       the thread that sees it releases the pool.
  *   int lf_reactor_stats(r, struct lf_reactor_stats *out)
  *       Counters (dispatched, stale events dropped, events deferred to a busy
  *       handler, timer expiries, notifications, leader wake-ups, registrations,
- *       removals) and the pool's roles. With LF_REACTOR_CONCURRENT the pool is idle.
+ *       removals, handle_close calls), the threads waiting for events now, and the
+ *       pool's roles. With LF_REACTOR_CONCURRENT the pool is idle.
  *   const char *lf_reactor_backend_name(void)     "epoll", "poll" or "select"
+ *   void lf_reactor_atfork_prepare(void), _parent(void), _child(void)    see FORK.
+ *
+ * CALLING CONTEXTS
+ *   Where each call may be made, and what it does there. "yes": as documented
+ *   above. "own" is h's own handle_event; "other" a handler of another handle
+ *   (or of another reactor); "close" any handle_close; "signal" a signal handler;
+ *   "stopped" after lf_reactor_stop; "destroyed" after lf_reactor_destroy (or on a
+ *   zeroed, never initialised lf_reactor); "child" a fork child, on a reactor made in
+ *   that child (see FORK: the parent's reactors are not usable there).
+ *
+ *                     thread  own     other   close   signal  stopped destroyed
+ *   init              yes     yes     yes     yes     no      -       yes
+ *   destroy           yes     EBUSY   EBUSY   EBUSY   no      yes     EINVAL
+ *   register(_signal) yes     yes(1)  yes     yes(2)  no      ECANCEL EINVAL
+ *   remove            yes     yes     yes     yes     no      yes     EINVAL
+ *   (de|re)activate   yes     yes     yes     yes     no      yes     EINVAL
+ *   notify            yes     yes     yes     yes     no      ECANCEL EINVAL
+ *   timer_start       yes     yes     yes     yes(3)  no      ECANCEL EINVAL
+ *   timer_cancel      yes     yes     yes     yes     no      yes     EINVAL
+ *   run               yes     yes(4)  yes(4)  yes(4)  no      ECANCEL EINVAL
+ *   handle_events     yes     yes(4)  yes(4)  yes(4)  no      ECANCEL EINVAL
+ *   turn / wake       yes     yes(4)  yes(4)  yes(4)  no      ECANCEL EINVAL
+ *   stop              yes     yes     yes     yes     yes     yes     EINVAL
+ *   stats             yes     yes     yes     yes     no      yes     EINVAL
+ *   In a fork child every row reads as "thread" for a reactor made there.
+ *   (1) registering h itself again fails (EEXIST: it is registered); with
+ *       LF_EV_KEEPFD, removing h and then registering another handler on its fd
+ *       works at once (see WHO OWNS THE FD).
+ *   (2) h may register itself again from its own handle_close (also on the same fd:
+ *       the reactor closes a fd it owns only after handle_close, so register a new
+ *       one, or use LF_EV_KEEPFD).
+ *   (3) ENOENT for the handler being closed: it is no longer registered.
+ *   (4) the thread turns the reactor from inside a hook (nested): it dispatches other
+ *       handlers' events meanwhile; never its own (it holds it). Bound the depth.
+ *   What is never allowed: synchronize_rcu, rcu_barrier or lf_reactor_destroy of the
+ *   same reactor from a hook (destroy says EBUSY; the others would dead-lock).
+ *
+ * FORK
+ *   fork() followed by exec() needs nothing. A child that goes on without exec may
+ *   make, run and destroy reactors of its own if the three hooks bracket the fork:
+ *       pthread_atfork(lf_reactor_atfork_prepare, lf_reactor_atfork_parent,
+ *                      lf_reactor_atfork_child);        (once, or call them yourself)
+ *   They stop liburcu's call_rcu thread before the fork and start it again in both
+ *   processes (without them the child's first removal never reaches handle_close
+ *   and its destroy hangs). liburcu's grace periods in the child also wait for the
+ *   parent's reader threads, which the child does not have:
+ *     LF_RCU_BP     forgets them in the child: fork at any time, also under load.
+ *     memb          cannot: the child's reactors work only if no other thread was
+ *                   inside a reactor call when fork() ran (for instance: fork before
+ *                   starting the threads, or after they returned from
+ *                   lf_reactor_run). A child forked under load may hang (that is
+ *                   liburcu's rule for every flavour but bp).
+ *   The parent's reactors are not usable in the child (their threads are gone):
+ *   close their descriptors or leave them, never call lf_reactor_* on them.
+ *
+ * LIBURCU (the one dependency; RCU makes the fd -> handler lookup lock-free)
+ *   Flavour memb by default (urcu_memb_* names only; the header never defines
+ *   _LGPL_SOURCE, it honours yours). Threads inside lf_reactor_run are registered
+ *   by it. Other threads that call lf_reactor_* are registered lazily on their first
+ *   call and unregistered when they exit. A thread that your own code already
+ *   registered with the same flavour must tell us before calling lf_reactor_*:
+ *   lf_reactor_rcu_registered(1). Before unloading code that holds handlers, call
+ *   lf_reactor_destroy (it waits for every deferred close).
+ *   liburcu >= 0.13.3 is recommended (0.13.2 leaks its call_rcu thread at exit).
  *
  * GROUPS (several handle sets, each with its own leader, one pool of threads)
  *   int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, unsigned n)
  *       The n reactors (initialised, not LF_REACTOR_CONCURRENT, not being run; EINVAL
  *       for a NULL, repeated or concurrent set, EBUSY for one in another group or
  *       running) are led from now on by the group's threads only: lf_reactor_run,
- *       handle_events and destroy on them return EBUSY. sets[] must outlive g.
+ *       handle_events, turn and destroy on them return EBUSY. sets[] must outlive g.
  *   int lf_reactor_group_run(g, deadline)
  *       Join the calling thread to the group's pool. ECANCELED after
  *       lf_reactor_group_stop (or when every set was stopped), ETIMEDOUT.
@@ -167,6 +272,21 @@
  *       wake-up per event (the set's leader wakes the pool's leader, which promotes a
  *       follower) and needs more threads than sets.
  *
+ * HOW A TURN WORKS (the >>turn section below, in this order)
+ *   wait      the leader takes one event: a due timer, the ready queue (handlers
+ *             that own a dispatch nobody runs yet, and closes), what the last system
+ *             call harvested, or a new one (>>wake says how a blocked leader is woken).
+ *   claim     inside a short RCU read-side section: look the fd up, check the
+ *             generation, take the handler's BUSY bit (or leave the events to the
+ *             thread that holds it). The section ends here.
+ *   promote   the pool hands leadership to a follower.
+ *   dispatch  handle_event, by the owner of BUSY, outside any read-side section.
+ *   release   re-arm the handle; queue the next dispatch if events came meanwhile,
+ *             else let BUSY go.
+ *   close     a removed handler is closed by whoever lets go of it last: the
+ *             grace period after its removal (liburcu's call_rcu) or its owner. That
+ *             one queues the close, which a later turn runs like an event.
+ *
  * LIMITS
  *   - The fd table is an array indexed by fd, grown by doubling (copy, publish,
  *     reclaim the old one after a grace period): memory is O(highest fd).
@@ -179,6 +299,8 @@
  *   - lf_reactor_notify takes the ready queue's mutex for a few instructions; it
  *     never waits for a handler or a descriptor.
  *   - The per-thread RCU registration flag is a weak symbol (gcc/clang, ELF).
+ *   - With LF_REACTOR_CONCURRENT every idle thread sleeps until the earliest timer:
+ *     each expiry wakes them all once.
  *   - A group's set leader waits on its set until an event comes: with no more
  *     threads than sets, a thread can be held by a quiet set.
  */
@@ -249,7 +371,9 @@
 #define LF_EV_CLOSE 0x10u
 #define LF_EV_NOTIFY 0x20u
 #define LF_EV_ALL 0x3fu
-#define LF_EV_EDGE 0x40u /* a registration flag, never an event: see lf_reactor_register */
+/* registration flags, never events: see lf_reactor_register */
+#define LF_EV_EDGE 0x40u
+#define LF_EV_KEEPFD 0x80u
 
 enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2 };
 
@@ -272,11 +396,11 @@ struct lf_handler {
      * is about to run (so also while a removal is pending): NULL = free to register */
     LF__ATOMIC(lf_reactor *) lf__r;
     uint32_t lf__gen;  /* tags this registration's events */
-    uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest */
+    uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest, LF_EV_EDGE, LF_EV_KEEPFD */
     int lf__signalfd;  /* readable means LF_EV_SIGNAL */
     LF__ATOMIC(uint32_t) lf__state; /* pending LF_EV_* bits | LF__BUSY | ... */
     lf_handler *lf__qprev, *lf__qnext; /* ready queue links, under lf__qlock */
-    int lf__queued;
+    int lf__queued;                    /* 0, or what the queue holds it for (LF__ITEM_*) */
     lf_timer *lf__timers; /* this handler's armed timers, under lf__tlock */
     struct rcu_head lf__rcu;
 };
@@ -297,50 +421,79 @@ struct lf_reactor_stats {
     unsigned long long deferred;   /* events that arrived while their handler was busy */
     unsigned long long timers;     /* timer expiries */
     unsigned long long notified;   /* lf_reactor_notify calls that posted */
-    unsigned long long kicks;      /* wake-ups of a blocked leader */
+    unsigned long long kicks;      /* writes to the wake-up descriptor */
     unsigned long long registered, removed;
+    unsigned long long closed;     /* handle_close calls (with or without a hook) */
+    unsigned waiting;              /* threads blocked (or about to block) in the wait, now */
     struct lf_pool_stats pool;
 };
 
-/* the RCU-protected fd -> handler table */
+/* the RCU-protected fd -> handler table. A slot holds a handler, NULL, or a
+ * handler's address with its low bit set: removed, its fd not closed yet (so the
+ * number is not free to register). */
 typedef struct lf__table {
     int n;
     lf_handler **slot;
     struct rcu_head rcu;
 } lf__table;
 
+/* A handle_close running now: on the stack of the thread that runs it, linked into
+ * its reactor under lf__reglock, so that registering the record meanwhile is refused. */
+typedef struct lf__closing {
+    lf_handler *h;
+    uint32_t gen;
+    struct lf__closing *next;
+} lf__closing;
+
+/* What one waiting thread took from the backend: the leader's batch (epoll: up to
+ * LF_REACTOR_BATCH events; poll/select: the reactor's arrays), or with
+ * LF_REACTOR_CONCURRENT one event on each waiting thread's stack. */
+typedef struct lf__harvest {
+    int n, i;         /* harvested, handed out */
+    int prefer_queue; /* alternates the ready queue and I/O */
+    int drained;      /* this wait emptied the wake-up descriptor */
+    int transient;    /* lives for one turn: never leave an event behind in it */
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    int cap;
+    struct epoll_event *ev;
+#endif
+} lf__harvest;
+
 struct lf_reactor {
     lf_pool pool;   /* the threads that turn this reactor */
     lf_source src;  /* our wait/dispatch/interrupt, joined by lf_reactor_run */
+    /* private */
+    unsigned lf__tag;                /* LF__REACTOR_TAG while initialised */
     lf__table *lf__tab;              /* RCU-published */
-    pthread_mutex_t lf__reglock;     /* registration: table writes, generations */
+    pthread_mutex_t lf__reglock;     /* table writes, generations, lf__closing */
     uint32_t lf__gen;
+    lf__closing *lf__closers;        /* handle_close calls running now */
     LF__ATOMIC(int) lf__stopped;
-    int lf__wakefd[2];               /* eventfd (both the same) or a pipe */
-    LF__ATOMIC(int) lf__kick_pending; /* a wake-up is already on its way */
-    LF__ATOMIC(int) lf__yield;        /* the leader's wait returns EINTR once (lf__yield_leader) */
-    LF__ATOMIC(int) lf__sleeping;     /* threads (about to be) blocked in the wait */
-    int lf__concurrent;               /* LF_REACTOR_CONCURRENT: many threads wait at once */
-    LF__ATOMIC(unsigned) lf__cturn;   /* concurrent: alternates queue-first / I/O-first */
-    LF__ATOMIC(int) lf__running;      /* threads inside run/handle_events */
-    lf_reactor_group *lf__group;      /* the group that leads this set, or NULL */
+    int lf__destroying;              /* lf_reactor_destroy is running hooks */
+    int lf__concurrent;              /* LF_REACTOR_CONCURRENT: many threads wait at once */
+    LF__ATOMIC(int) lf__running;     /* threads inside run/handle_events/turn */
+    LF__ATOMIC(unsigned) lf__cturn;  /* concurrent: alternates queue-first / I/O-first */
+    LF__ATOMIC(lf_reactor_group *) lf__group; /* the group that leads this set, or NULL */
     int lf__led;                      /* grouped: a thread leads this set (group lock) */
     LF__ATOMIC(int) lf__leading;      /* grouped: threads inside the set's wait (0 or 1) */
-    /* the ready queue: handlers owning a dispatch that is not running yet */
+    /* the wake-up protocol (>>wake) */
+    int lf__wakefd[2];                /* eventfd (both the same) or a pipe */
+    LF__ATOMIC(int) lf__kick_pending; /* a wake-up is already on its way */
+    LF__ATOMIC(int) lf__yield;        /* the leader's wait returns EINTR once */
+    LF__ATOMIC(int) lf__sleeping;     /* threads (about to be) blocked in the wait */
+    /* the ready queue: handlers owning a dispatch nobody runs yet, and closes */
     pthread_mutex_t lf__qlock;
     lf_handler *lf__qfirst, *lf__qlast;
     /* timers */
     pthread_mutex_t lf__tlock;
     lf__heap lf__theap;
     unsigned long long lf__tseq;
-    long long lf__sleep_until; /* when the blocked leader wakes by itself; -1: never */
     LF__ATOMIC(long long) lf__next_timer; /* earliest expiry, -1: none (a hint) */
     /* leader-only state (only the leader touches it: no lock) */
-    int lf__prefer_queue;
+    lf__harvest lf__hv;
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     int lf__epfd;
     struct epoll_event lf__ev[LF_REACTOR_BATCH];
-    int lf__evn, lf__evi;
 #else
     unsigned lf__scan; /* rotating start of the harvest: no low-fd bias */
     int lf__cap;  /* capacity of the arrays below (table size + 1) */
@@ -349,14 +502,14 @@ struct lf_reactor {
     int lf__cn;
     int *lf__rfd; /* ready events harvested by the last wait, handed out in order */
     uint32_t *lf__rgen, *lf__rev;
-    int lf__rn, lf__ri;
 #if LF_REACTOR_BACKEND == LF_REACTOR_POLL
     struct pollfd *lf__pfd;
 #endif
 #endif
     /* counters (relaxed atomics: statistics only) */
     LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
-        lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed;
+        lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed,
+        lf__n_closed;
 };
 
 /* Several handle sets, each with its own leader, sharing one pool of threads. The
@@ -373,13 +526,26 @@ struct lf_reactor_group {
     LF__ATOMIC(int) lf__stopped;
 };
 
+#define LF__REACTOR_TAG (0x4c465200u | (unsigned)LF_REACTOR_BACKEND)
+
 /* state word of a handler: pending LF_EV_* bits in the low byte, and */
 #define LF__BUSY 0x100u      /* a dispatch is owned: queued or running */
 #define LF__SUSPENDED 0x200u /* lf_reactor_deactivate: no dispatch may start */
 #define LF__REMOVED 0x400u   /* removed: no dispatch may start, ever */
 #define LF__ARMED 0x800u     /* poll/select: in the set the leader waits on */
 #define LF__FIRED 0x1000u    /* epoll: the kernel reported it (one-shot: now disarmed) */
+#define LF__GRACE 0x2000u    /* removed, and a grace period has passed since */
 #define LF__PENDING LF_EV_ALL
+/* and in the high half, how many threads are inside handle_event now: the owner, and
+ * those that returned LF_RESUMED after lf_reactor_reactivate and are still running */
+#define LF__INSIDE_ONE 0x10000u
+#define LF__INSIDE 0xffff0000u
+/* a removed handler is closed once nothing holds it any more */
+#define LF__CLOSABLE(st) (((st) & (LF__REMOVED | LF__GRACE | LF__BUSY | LF__INSIDE)) == (LF__REMOVED | LF__GRACE))
+
+/* what a ready-queue entry asks for */
+#define LF__ITEM_RUN 1u   /* run the handler: its dispatch is owned by the queue */
+#define LF__ITEM_CLOSE 2u /* run its handle_close and close its fd */
 
 /* ------------------------------------------------------------------ >>rcu
  * A thin shim over one liburcu flavour, and lazy registration of user threads. */
@@ -393,6 +559,7 @@ struct lf_reactor_group {
 #endif
 LF__SHARED LF__THREAD_LOCAL int lf__rcu_is_registered;
 LF__SHARED LF__THREAD_LOCAL lf_handler *lf__dispatching; /* the handler this thread runs */
+LF__SHARED LF__THREAD_LOCAL lf_handler *lf__closing_self; /* the handle_close it runs */
 LF__SHARED pthread_key_t lf__rcu_key;
 LF__SHARED pthread_once_t lf__rcu_once = PTHREAD_ONCE_INIT;
 LF__SHARED int lf__rcu_key_err; /* what pthread_key_create said, once per program */
@@ -438,96 +605,10 @@ static inline void lf_reactor_rcu_registered(int yes)
     lf__rcu_is_registered = yes;
 }
 
-/* ------------------------------------------------------------------ >>time */
-
-static inline long long lf__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* Milliseconds until `until` (ns), rounded up so we never wake early; -1 = forever. */
-static inline int lf__ms_until(long long until, long long now)
-{
-    long long ms;
-    if (until < 0)
-        return -1;
-    if (until <= now)
-        return 0;
-    ms = (until - now + 999999) / 1000000;
-    return ms > 1000000000LL ? 1000000000 : (int)ms;
-}
-
-/* ------------------------------------------------------------------ >>wakeup
- * A blocked leader is woken through one descriptor in its set: an eventfd on Linux,
- * a pipe elsewhere. Writes are non-blocking and coalesced: only the first kick after
- * the leader drained the descriptor writes. */
-
-static inline int lf__wake_open(lf_reactor *r)
-{
-#ifdef __linux__
-    r->lf__wakefd[0] = r->lf__wakefd[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    return r->lf__wakefd[0] < 0 ? errno : 0;
-#else
-    if (pipe(r->lf__wakefd) != 0)
-        return errno;
-    for (int i = 0; i < 2; i++) {
-        fcntl(r->lf__wakefd[i], F_SETFL, fcntl(r->lf__wakefd[i], F_GETFL) | O_NONBLOCK);
-        fcntl(r->lf__wakefd[i], F_SETFD, FD_CLOEXEC);
-    }
-    return 0;
-#endif
-}
-
-static inline void lf__wake_close(lf_reactor *r)
-{
-    close(r->lf__wakefd[0]);
-    if (r->lf__wakefd[1] != r->lf__wakefd[0])
-        close(r->lf__wakefd[1]);
-}
-
-/* Wake the leader if it is blocked (callers check lf__sleeping first). */
-static inline void lf__kick(lf_reactor *r)
-{
-    static const uint64_t one = 1;
-    /* seq_cst: pairs with the leader's clearing store in lf__wake_drain, after which
-     * it looks at the queue and the timers again: either it sees our work, or we see
-     * the flag clear and write */
-    if (lf__exchange(&r->lf__kick_pending, 1, seq_cst) == 0) {
-        ssize_t n = write(r->lf__wakefd[1], &one, sizeof one);
-        (void)n; /* EAGAIN: the counter is full, so the descriptor is readable anyway */
-        lf__fetch_add(&r->lf__n_kicks, 1ULL, relaxed);
-    }
-}
-
-/* Make the current (or next) leader's wait return EINTR once, e.g. because its thread
- * was notified that what it waits for elsewhere is done (lf_bound.h). The flag is
- * stored before the kick, so the leader that drains the kick sees it. */
-static inline void lf__yield_leader(lf_reactor *r)
-{
-    lf__store(&r->lf__yield, 1, seq_cst);
-    lf__kick(r);
-}
-
-static inline void lf__kick_if_sleeping(lf_reactor *r)
-{
-    if (lf__load(&r->lf__sleeping, seq_cst))
-        lf__kick(r);
-}
-
-static inline void lf__wake_drain(lf_reactor *r)
-{
-    uint64_t buf[4];
-    while (read(r->lf__wakefd[0], buf, sizeof buf) > 0) {
-    }
-    lf__store(&r->lf__kick_pending, 0, seq_cst);
-}
-
 /* ------------------------------------------------------------------ >>tsan
  * ThreadSanitizer cannot see a grace period. Readers "release" a token when they
  * leave a read-side section and reclamation callbacks "acquire" it, which tells TSan
- * what the grace period guarantees: every reader's accesses happen before the free. */
+ * what the grace period guarantees: every reader's accesses happen before them. */
 #if defined(__SANITIZE_THREAD__)
 #define LF__TSAN 1
 #elif defined(__has_feature)
@@ -563,8 +644,34 @@ static inline void lf__read_unlock(void)
     LF__RCU(read_unlock)();
 }
 
+/* ------------------------------------------------------------------ >>time */
+
+static inline long long lf__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static inline long long lf__ts_ns(const struct timespec *ts)
+{
+    return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+/* Milliseconds until `until` (ns), rounded up so we never wake early; -1 = forever. */
+static inline int lf__ms_until(long long until, long long now)
+{
+    long long ms;
+    if (until < 0)
+        return -1;
+    if (until <= now)
+        return 0;
+    ms = (until - now + 999999) / 1000000;
+    return ms > 1000000000LL ? 1000000000 : (int)ms;
+}
+
 /* ------------------------------------------------------------------ >>table
- * fd -> handler: an array of pointers published with RCU. Readers (every dispatch)
+ * fd -> handler: an array of pointers published with RCU. Readers (every claim)
  * take no lock; writers hold lf__reglock. Growth copies, publishes the copy and
  * frees the old array after a grace period. The pointers are published with release
  * stores and read with acquire loads (what rcu_assign_pointer/rcu_dereference do,
@@ -575,11 +682,29 @@ static inline lf__table *lf__table_get(lf_reactor *r)
     return __atomic_load_n(&r->lf__tab, __ATOMIC_ACQUIRE);
 }
 
-/* Under lf__read_lock (or lf__reglock). */
-static inline lf_handler *lf__lookup(lf_reactor *r, int fd)
+/* The slot as stored: a handler, NULL, or a closing mark (lf__reglock or read lock). */
+static inline lf_handler *lf__slot(lf_reactor *r, int fd)
 {
     lf__table *t = lf__table_get(r);
     return fd >= 0 && fd < t->n ? __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE) : NULL;
+}
+
+static inline void lf__slot_set(lf_reactor *r, int fd, lf_handler *h)
+{
+    __atomic_store_n(&lf__table_get(r)->slot[fd], h, __ATOMIC_RELEASE);
+}
+
+/* The mark a removed handler leaves in its slot until its fd is closed. */
+static inline lf_handler *lf__closing_mark(lf_handler *h)
+{
+    return (lf_handler *)(void *)((uintptr_t)(void *)h | 1u);
+}
+
+/* The handler registered on fd, or NULL (under the read lock or lf__reglock). */
+static inline lf_handler *lf__lookup(lf_reactor *r, int fd)
+{
+    lf_handler *h = lf__slot(r, fd);
+    return ((uintptr_t)(void *)h & 1u) ? NULL : h;
 }
 
 static inline lf__table *lf__table_new(int n)
@@ -618,11 +743,111 @@ static inline int lf__table_fit(lf_reactor *r, int fd)
     return 0;
 }
 
+/* ------------------------------------------------------------------ >>wake
+ * The one wake-up protocol, for the single leader, LF_REACTOR_CONCURRENT's many
+ * waiters, a group's set leaders and lf_bound's hybrid waiters alike. A waiting
+ * thread blocks in the backend with one descriptor in its set, an eventfd on Linux
+ * (a pipe elsewhere), and counts itself in lf__sleeping first.
+ *   Work (a queued dispatch or close, an earlier timer, a poll/select handle to add):
+ *       publish it (under its lock), then: if lf__sleeping, kick.
+ *   Kick: the first kick since the last drain writes the descriptor (lf__kick_pending
+ *       coalesces the rest).
+ *   Waiter: count itself sleeping, look at the queue, timers and flags once more,
+ *       block; a waiter that drains the descriptor clears lf__kick_pending and looks
+ *       again before it blocks. Either it sees the work, or the work's kick came after
+ *       the clear and writes again.
+ *   Pass it on: a waiter that drained the descriptor and then takes something to do
+ *       kicks again if others sleep: one kick may stand for several items (they
+ *       coalesce) or for a timer the others' sleep was computed without. The last
+ *       one woken finds nothing and sleeps with everything seen. A single leader is
+ *       the only sleeper, so there this costs nothing.
+ *   Stop and yield: a flag, then a write. Stop is sticky: a drain that finds it set
+ *       writes the descriptor again, so it stays readable and every waiter, now and
+ *       later, sees it. (test/model/wake.pml checks all of this with two waiters.) */
+
+static inline int lf__wake_open(lf_reactor *r)
+{
+#ifdef __linux__
+    r->lf__wakefd[0] = r->lf__wakefd[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return r->lf__wakefd[0] < 0 ? errno : 0;
+#else
+    if (pipe(r->lf__wakefd) != 0)
+        return errno;
+    for (int i = 0; i < 2; i++) {
+        fcntl(r->lf__wakefd[i], F_SETFL, fcntl(r->lf__wakefd[i], F_GETFL) | O_NONBLOCK);
+        fcntl(r->lf__wakefd[i], F_SETFD, FD_CLOEXEC);
+    }
+    return 0;
+#endif
+}
+
+static inline void lf__wake_close(lf_reactor *r)
+{
+    close(r->lf__wakefd[0]);
+    if (r->lf__wakefd[1] != r->lf__wakefd[0])
+        close(r->lf__wakefd[1]);
+}
+
+/* Make the descriptor readable (async-signal-safe: one write). */
+static inline void lf__wake_write(lf_reactor *r)
+{
+    static const uint64_t one = 1;
+    /* EAGAIN: the counter (or the pipe) is full, so it is readable anyway */
+    ssize_t n = write(r->lf__wakefd[1], &one, r->lf__wakefd[0] == r->lf__wakefd[1] ? sizeof one : 1);
+    (void)n;
+}
+
+static inline void lf__kick(lf_reactor *r)
+{
+    /* seq_cst: pairs with the clear in lf__wake_drain, after which the waiter looks
+     * at the queue, timers and flags again: it sees our work, or we see the flag
+     * clear and write */
+    if (lf__exchange(&r->lf__kick_pending, 1, seq_cst) == 0) {
+        lf__wake_write(r);
+        lf__fetch_add(&r->lf__n_kicks, 1ULL, relaxed);
+    }
+}
+
+/* After publishing work: wake a waiter if one is (about to be) blocked. seq_cst
+ * pairs with the waiter's increment of lf__sleeping before its last look. */
+static inline void lf__kick_if_sleeping(lf_reactor *r)
+{
+    if (lf__load(&r->lf__sleeping, seq_cst))
+        lf__kick(r);
+}
+
+static inline void lf__wake_drain(lf_reactor *r)
+{
+    uint64_t buf[4];
+    while (read(r->lf__wakefd[0], buf, sizeof buf) > 0) {
+    }
+    lf__store(&r->lf__kick_pending, 0, seq_cst);
+    /* a stop is for every waiter, now and later: keep the descriptor readable */
+    if (lf__load(&r->lf__stopped, seq_cst))
+        lf__wake_write(r);
+}
+
+/* lf_reactor_stop's part: sticky and async-signal-safe. */
+static inline void lf__wake_stop(lf_reactor *r)
+{
+    lf__store(&r->lf__stopped, 1, seq_cst);
+    lf__wake_write(r);
+}
+
+/* Make the current (or next) leader's wait return EINTR once (lf_reactor_wake). The
+ * flag is stored before the kick, so the leader that drains the kick sees it. */
+static inline void lf__wake_yield(lf_reactor *r)
+{
+    lf__store(&r->lf__yield, 1, seq_cst);
+    lf__kick(r);
+}
+
 /* ------------------------------------------------------------------ >>ownership
  * Each handler's state word holds its pending events and who may dispatch it. To
  * run a handler a thread must own LF__BUSY; whoever posts events to an idle handler
  * takes it, everybody else only adds their bits, which the owner picks up before it
- * lets go. That one rule makes I/O, timers and notifications mutually exclusive. */
+ * lets go. That one rule makes I/O, timers and notifications mutually exclusive. It
+ * also keeps the handler alive: its close waits until the owner lets go. */
 
 /* Add events; returns 1 if the caller now owns the dispatch of h. */
 static inline int lf__post(lf_handler *h, uint32_t bits)
@@ -648,18 +873,21 @@ static inline int lf__claim_pending(lf_handler *h)
 }
 
 /* ------------------------------------------------------------------ >>queue
- * Handlers that own a dispatch which no thread runs yet (a timer fired, a
- * notification, events that came in while they were busy) wait here, first in
- * first out, for a leader to hand them out one per turn. */
+ * Handlers whose dispatch is owned but not running yet (a timer fired, a
+ * notification, events that came in while they were busy), and removed handlers
+ * whose close is due, wait here, first in first out, for a leader to hand them out
+ * one per turn. */
 
-static inline void lf__enqueue(lf_reactor *r, lf_handler *h, int kick)
+/* Link h (its dispatch, or its close); returns 0 (and does nothing) for a dispatch of
+ * a removed handler, which its owner must let go of instead (lf__letgo). */
+static inline int lf__enqueue(lf_reactor *r, lf_handler *h, unsigned item)
 {
     pthread_mutex_lock(&r->lf__qlock);
-    /* lf_reactor_remove marks the handler before it unlinks it under this lock, so a
-     * removed handler is either unlinked there or never linked here */
-    if (lf__load(&h->lf__state, relaxed) & LF__REMOVED) {
+    /* lf__remove marks the handler before it unlinks it under this lock, so a
+     * removed handler's dispatch is either unlinked there or never linked here */
+    if (item == LF__ITEM_RUN && (lf__load(&h->lf__state, seq_cst) & LF__REMOVED)) {
         pthread_mutex_unlock(&r->lf__qlock);
-        return;
+        return 0;
     }
     h->lf__qnext = NULL;
     h->lf__qprev = r->lf__qlast;
@@ -668,10 +896,10 @@ static inline void lf__enqueue(lf_reactor *r, lf_handler *h, int kick)
     else
         r->lf__qfirst = h;
     r->lf__qlast = h;
-    h->lf__queued = 1;
+    h->lf__queued = (int)item;
     pthread_mutex_unlock(&r->lf__qlock);
-    if (kick)
-        lf__kick_if_sleeping(r);
+    lf__kick_if_sleeping(r);
+    return 1;
 }
 
 /* lf__qlock held. */
@@ -688,18 +916,19 @@ static inline void lf__unqueue(lf_reactor *r, lf_handler *h)
     h->lf__queued = 0;
 }
 
-/* Leader: take the first queued handler as an event (events == 0 means "the
- * dispatch is already owned: take the pending bits"). */
+/* A waiting thread: take the first entry as this turn's event (ev->ptr: the handler,
+ * owned by us now; ev->u64: LF__ITEM_*). */
 static inline int lf__pop_queue(lf_reactor *r, lf_event *ev)
 {
     lf_handler *h;
     pthread_mutex_lock(&r->lf__qlock);
     h = r->lf__qfirst;
     if (h) {
-        lf__unqueue(r, h);
+        ev->ptr = h;
+        ev->u64 = (uint64_t)h->lf__queued;
         ev->fd = h->fd;
-        ev->u64 = h->lf__gen;
         ev->events = 0;
+        lf__unqueue(r, h);
     }
     pthread_mutex_unlock(&r->lf__qlock);
     return h != NULL;
@@ -769,7 +998,9 @@ static inline void lf__timer_insert(lf_reactor *r, lf_timer *t)
         lf__store(&r->lf__next_timer, t->lf__when, relaxed);
 }
 
-/* Leader, lf__tlock held: fire what is due; returns the next expiry or -1. */
+static inline void lf__queue_dispatch(lf_reactor *r, lf_handler *h);
+
+/* lf__tlock held: fire what is due; returns the next expiry or -1. */
 static inline long long lf__timers_expire(lf_reactor *r, long long now)
 {
     lf__heap_node *n;
@@ -786,8 +1017,10 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
             lf__timer_unarm(r, t);
         }
         lf__fetch_add(&r->lf__n_timers, 1ULL, relaxed);
+        /* h is alive: lf__remove takes its timers out under this lock before the
+         * grace period that leads to its close starts */
         if (lf__post(h, LF_EV_TIMEOUT))
-            lf__enqueue(r, h, r->lf__concurrent); /* single leader: no one to wake */
+            lf__queue_dispatch(r, h);
         else
             lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed);
     }
@@ -795,9 +1028,9 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
     return n ? LF__TIMER_OF(n)->lf__when : -1;
 }
 
-/* Leader, every turn: fire due timers even while the ready queue and the harvested
- * events keep it busy (else a stream of work starves them). One clock read and one
- * relaxed load when nothing is due. */
+/* A waiting thread, every turn: fire due timers even while the ready queue and the
+ * harvested events keep it busy (else a stream of work starves them). One clock read
+ * and one relaxed load when nothing is due. */
 static inline void lf__timers_due(lf_reactor *r)
 {
     long long next = lf__load(&r->lf__next_timer, relaxed), now;
@@ -808,16 +1041,30 @@ static inline void lf__timers_due(lf_reactor *r)
     pthread_mutex_unlock(&r->lf__tlock);
 }
 
+/* ------------------------------------------------------------------ >>backends
+ * Every backend is the same handful of static functions over the reactor's private
+ * state (the turn in >>turn uses nothing else):
+ *   lf_reactor_backend_name()      which one this is
+ *   lf__be_open(r) / lf__be_close(r)
+ *   lf__be_add(r, h)               watch h->fd for h->lf__mask (0 or an errno)
+ *   lf__be_del(r, h)               stop watching it (lf__reglock held)
+ *   lf__be_rearm(r, h)             the owner of h reactivates its handle
+ *   lf__be_wait(r, hv, ms)         block up to ms (-1: forever) and harvest into hv
+ *   lf__be_pop(r, hv, ev)          the next harvested event (1), or none (0); the
+ *                                  wake-up descriptor is drained on the way
+ * An I/O event carries ev->fd, ev->u64 = the generation it was armed with, and
+ * ev->events; ev->ptr is NULL (the claim looks the handler up). */
+
 /* ------------------------------------------------------------------ >>epoll
  * Deactivation is EPOLLONESHOT: the kernel disarms a handle when it reports it, so
- * no other leader can see it until lf__rearm re-arms it with EPOLL_CTL_MOD. A handle
- * registered with LF_EV_EDGE is edge-triggered instead and never disarmed: an edge
- * that comes while its handler is busy (or deactivated) only adds pending bits (see
- * >>ownership), which lf__release turns into the next dispatch, so the handler still
- * runs on one thread at a time, and the re-arm system call per event is saved. The
- * leader harvests up to LF_REACTOR_BATCH events per epoll_wait and hands them out one
- * per turn; each is already disarmed, so holding them is safe. epoll's ready list is
- * served in arrival order, so no fd is favoured. */
+ * no other waiter can see it until lf__be_rearm re-arms it with EPOLL_CTL_MOD. A
+ * handle registered with LF_EV_EDGE is edge-triggered instead and never disarmed: an
+ * edge that comes while its handler is busy (or deactivated) only adds pending bits
+ * (see >>ownership), which lf__release turns into the next dispatch, so the handler
+ * still runs on one thread at a time, and the re-arm system call per event is saved.
+ * The leader harvests up to LF_REACTOR_BATCH events per epoll_wait and hands them out
+ * one per turn; each is already disarmed, so holding them is safe. epoll's ready list
+ * is served in arrival order, so no fd is favoured. */
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
 
 #define LF__WAKE_TAG UINT64_MAX
@@ -836,9 +1083,11 @@ static inline uint32_t lf__to_os(uint32_t mask)
            ((mask & LF_EV_EDGE) ? (uint32_t)EPOLLET : (uint32_t)EPOLLONESHOT);
 }
 
-static inline int lf__backend_open(lf_reactor *r)
+static inline int lf__be_open(lf_reactor *r)
 {
     struct epoll_event e;
+    r->lf__hv.ev = r->lf__ev;
+    r->lf__hv.cap = LF_REACTOR_BATCH;
     r->lf__epfd = epoll_create1(EPOLL_CLOEXEC);
     if (r->lf__epfd < 0)
         return errno;
@@ -853,79 +1102,77 @@ static inline int lf__backend_open(lf_reactor *r)
     return 0;
 }
 
-static inline void lf__backend_close(lf_reactor *r)
+static inline void lf__be_close(lf_reactor *r)
 {
     close(r->lf__epfd);
 }
 
-static inline int lf__backend_add(lf_reactor *r, lf_handler *h)
+static inline int lf__be_ctl(lf_reactor *r, lf_handler *h, int op)
 {
     struct epoll_event e;
     memset(&e, 0, sizeof e);
     e.events = lf__to_os(h->lf__mask);
     e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
-    return epoll_ctl(r->lf__epfd, EPOLL_CTL_ADD, h->fd, &e) == 0 ? 0 : errno;
+    return epoll_ctl(r->lf__epfd, op, h->fd, &e) == 0 ? 0 : errno;
 }
 
-static inline void lf__backend_del(lf_reactor *r, lf_handler *h)
+static inline int lf__be_add(lf_reactor *r, lf_handler *h)
+{
+    return lf__be_ctl(r, h, EPOLL_CTL_ADD);
+}
+
+static inline void lf__be_del(lf_reactor *r, lf_handler *h)
 {
     epoll_ctl(r->lf__epfd, EPOLL_CTL_DEL, h->fd, NULL);
 }
 
-static inline void lf__rearm(lf_reactor *r, lf_handler *h)
+static inline void lf__be_rearm(lf_reactor *r, lf_handler *h)
 {
-    struct epoll_event e;
     if (h->lf__mask & LF_EV_EDGE)
         return; /* never disarmed: an edge while busy left its bits for lf__release */
     /* Only a report disarms a one-shot handle, and every report sets LF__FIRED on its
-     * way in (lf__dispatch, also when it only leaves its bits to a busy owner). None
+     * way in (the claim, also when it only leaves its bits to a busy owner). None
      * since the last re-arm (a dispatch of a timer or a notification alone): the
      * handle is still armed, and the system call is saved. A report whose event is
-     * still on its way (harvested, not yet in lf__dispatch) sets the bit later and
-     * re-arms through its own dispatch. */
+     * still on its way (harvested, not claimed yet) sets the bit later and re-arms
+     * through its own dispatch. */
     if (!(lf__fetch_and(&h->lf__state, ~LF__FIRED, seq_cst) & LF__FIRED))
         return;
-    memset(&e, 0, sizeof e);
-    e.events = lf__to_os(h->lf__mask);
-    e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
-    /* ENOENT: removed meanwhile; harmless, the removal wins */
-    epoll_ctl(r->lf__epfd, EPOLL_CTL_MOD, h->fd, &e);
+    /* The owner re-arms; lf__remove cannot free the fd for another registration
+     * while an owner other than its caller exists (see lf__remove), so this never
+     * modifies someone else's registration. ENOENT: removed meanwhile, harmless. */
+    (void)lf__be_ctl(r, h, EPOLL_CTL_MOD);
 }
 
-static inline void lf__from_os(const struct epoll_event *e, lf_event *ev)
+static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
 {
-    ev->fd = (int)(uint32_t)e->data.u64;
-    ev->u64 = e->data.u64 >> 32;
-    ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
-                 ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
-                 ((e->events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
-    if (ev->events == 0)
-        ev->events = LF_EV_CLOSE;
-}
-
-/* Leader: the next harvested event, if any. */
-static inline int lf__pop_io(lf_reactor *r, lf_event *ev)
-{
-    while (r->lf__evi < r->lf__evn) {
-        struct epoll_event *e = &r->lf__ev[r->lf__evi++];
-        if (e->data.u64 == LF__WAKE_TAG) {
-            lf__wake_drain(r);
-            continue;
-        }
-        lf__from_os(e, ev);
-        return 1;
-    }
+    int n = epoll_wait(r->lf__epfd, hv->ev, hv->cap, timeout_ms);
+    if (n < 0)
+        return errno == EINTR ? 0 : errno;
+    hv->n = n;
+    hv->i = 0;
     return 0;
 }
 
-/* Leader: block up to timeout_ms (-1: forever) and harvest. */
-static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
+static inline int lf__be_pop(lf_reactor *r, lf__harvest *hv, lf_event *ev)
 {
-    int n = epoll_wait(r->lf__epfd, r->lf__ev, LF_REACTOR_BATCH, timeout_ms);
-    if (n < 0)
-        return errno == EINTR ? 0 : errno;
-    r->lf__evn = n;
-    r->lf__evi = 0;
+    while (hv->i < hv->n) {
+        const struct epoll_event *e = &hv->ev[hv->i++];
+        if (e->data.u64 == LF__WAKE_TAG) {
+            lf__wake_drain(r);
+            hv->drained = 1;
+            continue;
+        }
+        ev->ptr = NULL;
+        ev->fd = (int)(uint32_t)e->data.u64;
+        ev->u64 = e->data.u64 >> 32;
+        ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
+                     ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
+                     ((e->events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
+        if (ev->events == 0)
+            ev->events = LF_EV_CLOSE;
+        return 1;
+    }
     return 0;
 }
 
@@ -933,10 +1180,10 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
 /* ------------------------------------------------------------------ >>poll/select
  * Both keep an "active set": the handles whose LF__ARMED bit is set. The leader
  * collects the armed handles, waits, and disarms each one it reports (that is the
- * deactivation); lf__rearm sets the bit again and wakes a leader that is blocked
+ * deactivation); lf__be_rearm sets the bit again and wakes a leader that is blocked
  * without it. The harvest starts at a rotating handle, so low fds are not favoured. */
 
-static inline void lf__backend_close(lf_reactor *r)
+static inline void lf__be_close(lf_reactor *r)
 {
     free(r->lf__cfd);
     free(r->lf__cgen);
@@ -948,39 +1195,39 @@ static inline void lf__backend_close(lf_reactor *r)
 #endif
 }
 
-static inline int lf__backend_add(lf_reactor *r, lf_handler *h)
+static inline int lf__be_add(lf_reactor *r, lf_handler *h)
 {
     (void)r;
     lf__fetch_or(&h->lf__state, LF__ARMED, relaxed);
     return 0;
 }
 
-static inline void lf__backend_del(lf_reactor *r, lf_handler *h)
+static inline void lf__be_del(lf_reactor *r, lf_handler *h)
 {
     /* LF__REMOVED (set seq_cst by the caller) keeps h out of the next collection. A
-     * leader blocked now may hold h's descriptor in its poll set, and with it the
-     * open file: the fd's close after the grace period would not end the connection
-     * until that wait returns. Wake it (pairs with lf__sleeping, as lf__rearm). */
+     * leader blocked now may hold h's descriptor in its set, and with it the open
+     * file: wake it, so it lets go of it (pairs with lf__sleeping, as lf__be_rearm). */
     (void)h;
     lf__kick_if_sleeping(r);
 }
 
-static inline void lf__rearm(lf_reactor *r, lf_handler *h)
+static inline void lf__be_rearm(lf_reactor *r, lf_handler *h)
 {
     /* seq_cst RMW then seq_cst load of lf__sleeping: pairs with the leader, which
-     * sets lf__sleeping before it collects the armed handles */
+     * counts itself sleeping before it collects the armed handles */
     lf__fetch_or(&h->lf__state, LF__ARMED, seq_cst);
     lf__kick_if_sleeping(r);
 }
 
-static inline int lf__pop_io(lf_reactor *r, lf_event *ev)
+static inline int lf__be_pop(lf_reactor *r, lf__harvest *hv, lf_event *ev)
 {
-    if (r->lf__ri >= r->lf__rn)
+    if (hv->i >= hv->n)
         return 0;
-    ev->fd = r->lf__rfd[r->lf__ri];
-    ev->u64 = r->lf__rgen[r->lf__ri];
-    ev->events = r->lf__rev[r->lf__ri];
-    r->lf__ri++;
+    ev->ptr = NULL;
+    ev->fd = r->lf__rfd[hv->i];
+    ev->u64 = r->lf__rgen[hv->i];
+    ev->events = r->lf__rev[hv->i];
+    hv->i++;
     return 1;
 }
 
@@ -1008,8 +1255,8 @@ static inline int lf__arrays_fit(lf_reactor *r, int n)
     return 0;
 }
 
-/* Leader: collect the armed handles, starting at a rotating fd. */
-static inline int lf__collect(lf_reactor *r)
+/* Leader: collect the armed handles with their interest (want[i]). */
+static inline int lf__collect(lf_reactor *r, uint32_t *want)
 {
     lf__table *t;
     int rc;
@@ -1023,9 +1270,11 @@ static inline int lf__collect(lf_reactor *r)
     r->lf__cn = 0;
     for (int fd = 0; fd < t->n; fd++) {
         lf_handler *h = __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE);
-        if (h && (lf__load(&h->lf__state, seq_cst) & (LF__ARMED | LF__REMOVED)) == LF__ARMED) {
+        if (h && !((uintptr_t)(void *)h & 1u) &&
+            (lf__load(&h->lf__state, seq_cst) & (LF__ARMED | LF__REMOVED)) == LF__ARMED) {
             r->lf__cfd[r->lf__cn] = fd;
             r->lf__cgen[r->lf__cn] = h->lf__gen;
+            want[r->lf__cn] = h->lf__mask;
             r->lf__cn++;
         }
     }
@@ -1044,16 +1293,17 @@ static inline int lf__harvest_start(lf_reactor *r)
 }
 
 /* Leader: disarm a reported handle and keep its event for the coming turns. */
-static inline void lf__harvest(lf_reactor *r, int fd, uint32_t gen, uint32_t events)
+static inline void lf__take(lf_reactor *r, lf__harvest *hv, int fd, uint32_t gen,
+                            uint32_t events)
 {
     lf_handler *h;
     lf__read_lock();
     h = lf__lookup(r, fd);
     if (h && h->lf__gen == gen && (lf__fetch_and(&h->lf__state, ~LF__ARMED, relaxed) & LF__ARMED)) {
-        r->lf__rfd[r->lf__rn] = fd;
-        r->lf__rgen[r->lf__rn] = gen;
-        r->lf__rev[r->lf__rn] = events;
-        r->lf__rn++;
+        r->lf__rfd[hv->n] = fd;
+        r->lf__rgen[hv->n] = gen;
+        r->lf__rev[hv->n] = events;
+        hv->n++;
     }
     lf__read_unlock();
 }
@@ -1065,26 +1315,28 @@ static inline const char *lf_reactor_backend_name(void)
     return "poll";
 }
 
-static inline int lf__backend_open(lf_reactor *r)
+static inline int lf__be_open(lf_reactor *r)
 {
     return lf__arrays_fit(r, 64);
 }
 
-static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
+static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
 {
-    int rc = lf__collect(r), n;
+    int rc, n;
 
-    if (rc)
+    /* the interest goes into pfd[].events for now (as LF_EV_* bits) */
+    if ((rc = lf__arrays_fit(r, lf__table_get(r)->n)) != 0)
         return rc;
-    for (int i = 0; i < r->lf__cn; i++) {
-        lf_handler *h;
-        lf__read_lock();
-        h = lf__lookup(r, r->lf__cfd[i]);
-        r->lf__pfd[i].fd = r->lf__cfd[i];
-        r->lf__pfd[i].events = (short)((h && (h->lf__mask & LF_EV_READ) ? POLLIN : 0) |
-                                       (h && (h->lf__mask & LF_EV_WRITE) ? POLLOUT : 0));
-        r->lf__pfd[i].revents = 0;
-        lf__read_unlock();
+    {
+        uint32_t *want = r->lf__rev; /* free until the harvest below */
+        if ((rc = lf__collect(r, want)) != 0)
+            return rc;
+        for (int i = 0; i < r->lf__cn; i++) {
+            r->lf__pfd[i].fd = r->lf__cfd[i];
+            r->lf__pfd[i].events = (short)(((want[i] & LF_EV_READ) ? POLLIN : 0) |
+                                           ((want[i] & LF_EV_WRITE) ? POLLOUT : 0));
+            r->lf__pfd[i].revents = 0;
+        }
     }
     r->lf__pfd[r->lf__cn].fd = r->lf__wakefd[0];
     r->lf__pfd[r->lf__cn].events = POLLIN;
@@ -1092,15 +1344,20 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
     n = poll(r->lf__pfd, (nfds_t)r->lf__cn + 1, timeout_ms);
     if (n < 0)
         return errno == EINTR ? 0 : errno;
-    r->lf__rn = r->lf__ri = 0;
-    if (r->lf__pfd[r->lf__cn].revents)
+    hv->n = hv->i = 0;
+    if (r->lf__pfd[r->lf__cn].revents) {
         lf__wake_drain(r);
+        hv->drained = 1;
+    }
     for (int k = 0, start = lf__harvest_start(r); k < r->lf__cn; k++) {
         int i = (start + k) % r->lf__cn;
         short re = r->lf__pfd[i].revents;
         if (re == 0)
             continue;
-        lf__harvest(r, r->lf__cfd[i], r->lf__cgen[i],
+        /* POLLNVAL: the descriptor was closed while registered (or, with
+         * LF_EV_KEEPFD, after its removal): the handler hears LF_EV_CLOSE, a
+         * removed one is dropped by the generation check */
+        lf__take(r, hv, r->lf__cfd[i], r->lf__cgen[i],
                     ((re & POLLIN) ? LF_EV_READ : 0u) | ((re & POLLOUT) ? LF_EV_WRITE : 0u) |
                         ((re & (POLLERR | POLLHUP | POLLNVAL)) ? LF_EV_CLOSE : 0u));
     }
@@ -1114,50 +1371,63 @@ static inline const char *lf_reactor_backend_name(void)
     return "select";
 }
 
-static inline int lf__backend_open(lf_reactor *r)
+static inline int lf__be_open(lf_reactor *r)
 {
     return lf__arrays_fit(r, 64);
 }
 
-static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
+static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
 {
     fd_set rs, ws;
     struct timeval tv;
-    int rc = lf__collect(r), maxfd = r->lf__wakefd[0], n;
+    uint32_t *want;
+    int rc, maxfd = r->lf__wakefd[0], n;
 
-    if (rc)
+    if ((rc = lf__arrays_fit(r, lf__table_get(r)->n)) != 0)
+        return rc;
+    want = r->lf__rev; /* free until the harvest below */
+    if ((rc = lf__collect(r, want)) != 0)
         return rc;
     FD_ZERO(&rs);
     FD_ZERO(&ws);
     FD_SET(r->lf__wakefd[0], &rs);
     for (int i = 0; i < r->lf__cn; i++) {
-        lf_handler *h;
         int fd = r->lf__cfd[i];
-        lf__read_lock();
-        h = lf__lookup(r, fd);
-        if (h && (h->lf__mask & LF_EV_READ))
+        if (want[i] & LF_EV_READ)
             FD_SET(fd, &rs);
-        if (h && (h->lf__mask & LF_EV_WRITE))
+        if (want[i] & LF_EV_WRITE)
             FD_SET(fd, &ws);
-        lf__read_unlock();
         if (fd > maxfd)
             maxfd = fd;
     }
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
     n = select(maxfd + 1, &rs, &ws, NULL, timeout_ms < 0 ? NULL : &tv);
+    hv->n = hv->i = 0;
+    if (n < 0 && errno == EBADF) {
+        /* a collected descriptor was closed before select ran (LF_EV_KEEPFD: its
+         * owner closed it after removing it; or it was closed while registered).
+         * Report each closed one as LF_EV_CLOSE, as poll's POLLNVAL does: a removed
+         * handler's is dropped by the generation check, a live one hears it. The
+         * leader never leaves the reactor over it. */
+        for (int i = 0; i < r->lf__cn; i++)
+            if (fcntl(r->lf__cfd[i], F_GETFD) == -1 && errno == EBADF)
+                lf__take(r, hv, r->lf__cfd[i], r->lf__cgen[i], LF_EV_CLOSE);
+        return 0;
+    }
     if (n < 0)
-        return errno == EINTR ? 0 : errno; /* EBADF: a handle closed under us; retry */
-    r->lf__rn = r->lf__ri = 0;
-    if (FD_ISSET(r->lf__wakefd[0], &rs))
+        return errno == EINTR ? 0 : errno;
+    if (FD_ISSET(r->lf__wakefd[0], &rs)) {
         lf__wake_drain(r);
+        hv->drained = 1;
+    }
     for (int k = 0, start = lf__harvest_start(r); k < r->lf__cn; k++) {
         int i = (start + k) % r->lf__cn;
         int fd = r->lf__cfd[i];
         /* select reports errors and hang-ups as readable: the read says which */
         uint32_t ev = (FD_ISSET(fd, &rs) ? LF_EV_READ : 0u) | (FD_ISSET(fd, &ws) ? LF_EV_WRITE : 0u);
         if (ev)
-            lf__harvest(r, fd, r->lf__cgen[i], ev);
+            lf__take(r, hv, fd, r->lf__cgen[i], ev);
     }
     return 0;
 }
@@ -1165,27 +1435,118 @@ static inline int lf__backend_wait(lf_reactor *r, int timeout_ms)
 #endif
 #endif
 /* ------------------------------------------------------------------ >>turn
- * One turn: the leader's wait hands out one event; after the pool promoted a
- * follower, the dispatch runs the handler and reactivates the handle. */
+ * wait -> claim -> promote -> dispatch -> release, and close. The pool (lf.h) does
+ * the promotion between lf__wait and lf__dispatch. */
 
 static inline int lf__remove(lf_reactor *r, lf_handler *h);
 
-/* The owner lets go of h: re-arm the handle, then either hand the dispatch on (more
- * events came in meanwhile: queue it, one event per turn) or clear LF__BUSY. The
- * re-arm comes first, so an event that fires in between finds us still busy and
- * leaves its bits for the check below. */
+/* ---- close: a removed handler, let go of by everybody (lf__letgo or the grace
+ * period below, whichever is last, queued it). Runs on a thread that turns the
+ * reactor (processing role) or in lf_reactor_destroy, never inside a read-side
+ * section: handle_close may do anything but destroy this reactor. */
+static inline void lf__close(lf_reactor *r, lf_handler *h)
+{
+    lf__closing me;
+    lf_handler *outer = lf__closing_self;
+    int fd = h->fd, own_fd = !(h->lf__mask & LF_EV_KEEPFD);
+
+    me.h = h;
+    me.gen = h->lf__gen;
+    pthread_mutex_lock(&r->lf__reglock);
+    me.next = r->lf__closers;
+    /* cppcheck-suppress autoVariables ; unlinked again below, before we return */
+    r->lf__closers = &me;
+    /* free to register from here on, but while `me` is linked only from inside its
+     * own handle_close (lf__register looks at lf__closing) */
+    lf__store(&h->lf__r, (lf_reactor *)NULL, release);
+    pthread_mutex_unlock(&r->lf__reglock);
+    lf__closing_self = h;
+    if (h->handle_close)
+        h->handle_close(h); /* may free h: nothing of it is touched afterwards */
+    lf__closing_self = outer;
+    pthread_mutex_lock(&r->lf__reglock);
+    for (lf__closing **p = &r->lf__closers; *p; p = &(*p)->next)
+        if (*p == &me) {
+            *p = me.next;
+            break;
+        }
+    if (own_fd) {
+        /* under the lock: a registration of the number waits until it is closed and
+         * the mark is gone, so it can never be given a descriptor we then close */
+        close(fd);
+        if (lf__slot(r, fd) == lf__closing_mark(h))
+            lf__slot_set(r, fd, NULL);
+    }
+    pthread_mutex_unlock(&r->lf__reglock);
+    lf__fetch_add(&r->lf__n_closed, 1ULL, relaxed);
+}
+
+/* Three things hold a removed handler: the grace period after its removal (claims
+ * that found it before may still touch it), its owner (LF__BUSY), and threads still
+ * inside handle_event (LF__INSIDE: an owner, or a thread that returned the hold
+ * early with lf_reactor_reactivate and is still running). Each lets go with one
+ * atomic RMW on the state word; the one whose RMW leaves nothing holding it
+ * (LF__CLOSABLE) queues the close. None of them can come back once the handler is
+ * removed (LF__BUSY cannot be taken again, and only an owner enters), so exactly
+ * one RMW sees it become closable. */
+
+/* The owner of a removed handler lets go (its LF__BUSY). */
+static inline void lf__letgo(lf_reactor *r, lf_handler *h)
+{
+    if (h->lf__mask & LF_EV_KEEPFD) {
+        /* lf__remove may have kept the fd from new registrations while we owned h
+         * (our re-arm could have modified theirs): free it now */
+        pthread_mutex_lock(&r->lf__reglock);
+        if (lf__slot(r, h->fd) == lf__closing_mark(h))
+            lf__slot_set(r, h->fd, NULL);
+        pthread_mutex_unlock(&r->lf__reglock);
+    }
+    /* acq_rel: our accesses to h happen before the close, which may free it */
+    if (LF__CLOSABLE(lf__fetch_and(&h->lf__state, ~LF__BUSY, acq_rel) & ~LF__BUSY))
+        (void)lf__enqueue(r, h, LF__ITEM_CLOSE);
+}
+
+/* liburcu's call_rcu thread, a grace period after lf__remove: no claim can reach h
+ * any more. Our code only (no user code runs on liburcu's threads). */
+static inline void lf__grace_done(struct rcu_head *head)
+{
+    lf_handler *h = caa_container_of(head, lf_handler, lf__rcu);
+    lf_reactor *r;
+    LF__GP_RECLAIM();
+    r = lf__load(&h->lf__r, relaxed); /* read first: once our bit is in, h may go */
+    if (LF__CLOSABLE(lf__fetch_or(&h->lf__state, LF__GRACE, acq_rel) | LF__GRACE))
+        (void)lf__enqueue(r, h, LF__ITEM_CLOSE); /* nobody holds it: close it now */
+    LF__GP_READER_DONE(); /* lf_reactor_destroy's barrier waits for this */
+}
+
+/* The owner hands the dispatch to the ready queue (a later turn runs it), or, if h
+ * was removed meanwhile, lets go of it. */
+static inline void lf__queue_dispatch(lf_reactor *r, lf_handler *h)
+{
+    if (!lf__enqueue(r, h, LF__ITEM_RUN))
+        lf__letgo(r, h);
+}
+
+/* ---- release: the owner is done with a dispatch. Re-arm the handle, then either
+ * hand the next dispatch to the queue (more events came meanwhile: one event per
+ * turn) or clear LF__BUSY. The re-arm comes first, so an event that fires in between
+ * finds us still busy and leaves its bits for the check below. */
 static inline void lf__release(lf_reactor *r, lf_handler *h)
 {
-    uint32_t old = lf__load(&h->lf__state, relaxed);
-    if (old & LF__REMOVED)
+    uint32_t old = lf__load(&h->lf__state, seq_cst);
+    if (old & LF__REMOVED) {
+        lf__letgo(r, h);
         return;
-    lf__rearm(r, h);
+    }
+    lf__be_rearm(r, h);
     old = lf__load(&h->lf__state, relaxed);
     for (;;) {
-        if (old & LF__REMOVED)
+        if (old & LF__REMOVED) {
+            lf__letgo(r, h);
             return;
+        }
         if ((old & LF__PENDING) && !(old & LF__SUSPENDED)) {
-            lf__enqueue(r, h, 1); /* still ours: the queue takes over the ownership */
+            lf__queue_dispatch(r, h); /* still ours: the queue takes over the ownership */
             return;
         }
         if (lf__cas(&h->lf__state, &old, old & ~LF__BUSY))
@@ -1193,7 +1554,7 @@ static inline void lf__release(lf_reactor *r, lf_handler *h)
     }
 }
 
-/* The owner runs h once with everything pending (under the read lock). */
+/* ---- dispatch: the owner runs h once with everything pending. */
 static inline void lf__run(lf_reactor *r, lf_handler *h)
 {
     uint32_t st = lf__load(&h->lf__state, relaxed), events;
@@ -1201,8 +1562,10 @@ static inline void lf__run(lf_reactor *r, lf_handler *h)
     int rc;
 
     for (;;) {
-        if (st & LF__REMOVED)
-            return; /* removed: no dispatch may start any more */
+        if (st & LF__REMOVED) {
+            lf__letgo(r, h); /* removed after this dispatch was claimed: do not start it */
+            return;
+        }
         if (st & LF__SUSPENDED) {
             /* deactivated after this dispatch was claimed: do not start it. Give the
              * ownership back and leave the events pending for lf_reactor_reactivate */
@@ -1221,42 +1584,53 @@ static inline void lf__run(lf_reactor *r, lf_handler *h)
     if (h->lf__signalfd && (events & LF_EV_READ))
         events = (events & ~LF_EV_READ) | LF_EV_SIGNAL;
     lf__dispatching = h;
+    lf__fetch_add(&h->lf__state, LF__INSIDE_ONE, relaxed); /* we own it: nothing waits yet */
     rc = h->handle_event(h, h->fd, events);
     lf__fetch_add(&r->lf__n_dispatched, 1ULL, relaxed);
-    if (lf__dispatching != h) {
-        /* the handler already reactivated itself (LF_RESUMED): not ours any more */
-    } else if (rc == LF_REMOVE) {
-        lf__remove(r, h);
-    } else {
-        lf__release(r, h); /* LF_KEEP, or LF_RESUMED without a resume: same thing */
+    if (lf__dispatching == h) {
+        lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, relaxed); /* LF__BUSY still holds it */
+        if (rc == LF_REMOVE)
+            (void)lf__remove(r, h); /* ENOENT: it removed itself already */
+        lf__release(r, h);          /* LF_KEEP, or LF_RESUMED without a resume */
+    } else if (LF__CLOSABLE(lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, acq_rel) - LF__INSIDE_ONE)) {
+        /* it reactivated itself (LF_RESUMED) and was removed meanwhile: we were the
+         * last thing holding it */
+        (void)lf__enqueue(r, h, LF__ITEM_CLOSE);
     }
     lf__dispatching = outer;
 }
 
-static inline int lf__dispatch(void *ctx, lf_event *ev)
+/* ---- claim, then dispatch (the processing role, after the promotion). An I/O
+ * event names its handler by fd and generation: look it up and take its dispatch
+ * inside one short read-side section; from then on our ownership keeps h alive, so
+ * handle_event runs outside any section. A queue entry is owned already. */
+static inline void lf__dispatch(lf_reactor *r, lf_event *ev)
 {
-    lf_reactor *r = (lf_reactor *)ctx;
-    lf_handler *h;
-
-    lf__rcu_enter();
-    lf__read_lock();
-    h = lf__lookup(r, ev->fd);
-    if (h == NULL || h->lf__gen != (uint32_t)ev->u64) {
-        /* the handler was removed (and maybe the fd reused) after the event was seen */
-        lf__fetch_add(&r->lf__n_stale, 1ULL, relaxed);
-    } else if (ev->events == 0 || lf__post(h, ev->events | LF__FIRED)) {
-        lf__run(r, h); /* from the queue (owned already), or we just took it */
-    } else {
-        lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed); /* its owner takes the bits */
+    lf_handler *h = (lf_handler *)ev->ptr;
+    if (h == NULL) {
+        int mine = 0;
+        lf__rcu_enter();
+        lf__read_lock();
+        h = lf__lookup(r, ev->fd);
+        if (h == NULL || h->lf__gen != (uint32_t)ev->u64)
+            lf__fetch_add(&r->lf__n_stale, 1ULL, relaxed); /* removed, maybe replaced */
+        else if (!(mine = lf__post(h, ev->events | LF__FIRED)))
+            lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed); /* its owner takes the bits */
+        lf__read_unlock();
+        if (!mine)
+            return;
+    } else if (ev->u64 == LF__ITEM_CLOSE) {
+        lf__close(r, h);
+        return;
     }
-    lf__read_unlock();
-    return 0;
+    lf__run(r, h);
 }
 
-static inline long long lf__ts_ns(const struct timespec *ts)
-{
-    return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
-}
+/* ---- wait: the one wait of every mode (single leader, LF_REACTOR_CONCURRENT's
+ * waiters, a group's set leader, lf_reactor_turn). One event per call: a due timer
+ * becomes a queue entry; the queue and the harvested I/O alternate, so neither can
+ * starve the other. Returns 0 with *ev, EINTR (yield), ECANCELED (stopped),
+ * ETIMEDOUT, or a backend error. */
 
 /* Before a waiting thread blocks: count it as sleeping (so work posted from now on
  * wakes it), fire due timers, and look at the queue once more. Returns 0 with *ev
@@ -1269,10 +1643,8 @@ static inline int lf__before_sleep(lf_reactor *r, lf_event *ev, long long until_
     now = lf__now_ns();
     pthread_mutex_lock(&r->lf__tlock);
     next = lf__timers_expire(r, now);
-    until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
-    if (!r->lf__concurrent) /* with many sleepers there is no one wake-up time */
-        r->lf__sleep_until = until;
     pthread_mutex_unlock(&r->lf__tlock);
+    until = next < 0 ? until_dl : (until_dl < 0 || next < until_dl ? next : until_dl);
     if (lf__pop_queue(r, ev)) {
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         return 0;
@@ -1285,157 +1657,138 @@ static inline int lf__before_sleep(lf_reactor *r, lf_event *ev, long long until_
     return EAGAIN;
 }
 
-/* The leader's wait: one event per call, from the ready queue, from what the last
- * system call harvested, or from a new one. */
-static inline int lf__wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+static inline int lf__wait(lf_reactor *r, lf__harvest *hv, lf_event *ev, long long until_dl)
 {
-    lf_reactor *r = (lf_reactor *)ctx;
-    long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
     int looked = 0; /* past the deadline, the handles were looked at once */
+    int rc, ms;
 
+    hv->drained = 0;
     for (;;) {
-        int rc, ms;
-
         if (lf__load(&r->lf__stopped, relaxed))
-            return EINTR; /* the pool sees its shutdown flag and ends the join */
+            return ECANCELED;
         if (lf__load(&r->lf__yield, relaxed) && lf__exchange(&r->lf__yield, 0, seq_cst))
-            return EINTR; /* lf__yield_leader: the leader has something else to look at */
+            return EINTR;
         lf__timers_due(r);
-        /* alternate the two sources, so a stream of notifications cannot starve I/O
-         * (nor the reverse) */
-        r->lf__prefer_queue ^= 1;
-        if (r->lf__prefer_queue && lf__pop_queue(r, ev))
-            return 0;
-        if (lf__pop_io(r, ev))
-            return 0;
+        hv->prefer_queue ^= 1;
+        /* (a harvest that ends with this turn is handed out first: the kernel has
+         * disarmed its one-shot handle, so an event left in it would be lost) */
+        if (hv->prefer_queue && !(hv->transient && hv->i < hv->n) && lf__pop_queue(r, ev))
+            break;
+        if (lf__be_pop(r, hv, ev))
+            break;
         /* an I/O turn with nothing harvested while the queue is busy: look at the
          * handles without blocking first, or handlers that keep notifying themselves
          * would keep everybody else's I/O from ever being harvested */
-        if (!r->lf__prefer_queue && lf__queue_busy(r)) {
-            if ((rc = lf__backend_wait(r, 0)) != 0)
+        if (!hv->prefer_queue && lf__queue_busy(r)) {
+            if ((rc = lf__be_wait(r, hv, 0)) != 0)
                 return rc;
-            if (lf__pop_io(r, ev))
-                return 0;
+            if (lf__be_pop(r, hv, ev))
+                break;
         }
         if (lf__pop_queue(r, ev))
-            return 0;
+            break;
 
-        /* Nothing in hand: block, but not on a stop or yield whose kick lf__pop_io
+        /* Nothing in hand: block, but not on a stop or yield whose kick lf__be_pop
          * drained above, after this turn looked at the flags. seq_cst pairs with the
          * kicker: it stores its flag and then tests kick_pending, the drain cleared
          * kick_pending and now we load the flags; so we see the flag, or it writes
          * the wake descriptor again. */
         if (lf__load(&r->lf__stopped, seq_cst))
-            return EINTR;
+            return ECANCELED;
         if (lf__load(&r->lf__yield, seq_cst) && lf__exchange(&r->lf__yield, 0, seq_cst))
             return EINTR;
-        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN) {
+        rc = lf__before_sleep(r, ev, until_dl, &ms);
+        if (rc == 0)
+            break;
+        if (rc == ETIMEDOUT) {
             /* out of time: but look at the handles once without blocking first, so
              * that a deadline of now polls them (and a late turn sees what is ready) */
-            if (rc == ETIMEDOUT && !looked) {
-                looked = 1;
-                if ((rc = lf__backend_wait(r, 0)) != 0)
-                    return rc;
-                continue;
-            }
-            return rc;
+            if (looked)
+                return ETIMEDOUT;
+            looked = 1;
+            if ((rc = lf__be_wait(r, hv, 0)) != 0)
+                return rc;
+            continue;
         }
-        rc = lf__backend_wait(r, ms);
+        rc = lf__be_wait(r, hv, ms);
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         if (rc)
             return rc;
     }
+    /* pass the kick on (see >>wake): what woke us may have been meant for more */
+    if (hv->drained)
+        lf__kick_if_sleeping(r);
+    return 0;
 }
 
-/* Called by lf_pool_shutdown under the pool lock: must not block. Sticky: the flag
- * stays, so the current or the next wait returns. */
-static inline void lf__interrupt(void *ctx)
+/* ---- one whole turn on the calling thread, with its own follower record: lead,
+ * wait, promote, dispatch, leave. LF_REACTOR_CONCURRENT has no leader slot: every
+ * caller waits at once, each with its own harvest. */
+static inline int lf__turn(lf_reactor *r, lf_follower *self, long long until_dl,
+                           const struct timespec *deadline)
+{
+    lf_event ev;
+    int rc;
+
+    memset(&ev, 0, sizeof ev);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    if (r->lf__concurrent) {
+        struct epoll_event one;
+        lf__harvest hv;
+        memset(&hv, 0, sizeof hv);
+        hv.ev = &one;
+        hv.cap = 1;
+        hv.transient = 1;
+        /* the turns of all threads alternate queue-first and I/O-first together */
+        hv.prefer_queue = (int)(lf__fetch_add(&r->lf__cturn, 1u, relaxed) & 1u);
+        if ((rc = lf__wait(r, &hv, &ev, until_dl)) == 0)
+            lf__dispatch(r, &ev);
+        return rc;
+    }
+#endif
+    if ((rc = lf_pool_lead(&r->pool, self, deadline)) != 0)
+        return rc;
+    rc = lf__wait(r, &r->lf__hv, &ev, until_dl);
+    if (rc == 0) {
+        lf_pool_promote(&r->pool, self);
+        lf__dispatch(r, &ev);
+    } else if (rc == ECANCELED) {
+        lf_pool_shutdown(&r->pool); /* a stop from a signal handler ends here */
+    }
+    lf_pool_leave(&r->pool, self);
+    return rc;
+}
+
+/* The lf_source that lf_reactor_run joins to the pool. */
+static inline int lf__src_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
 {
     lf_reactor *r = (lf_reactor *)ctx;
-    lf__store(&r->lf__stopped, 1, seq_cst);
-    lf__kick(r);
+    int rc = lf__wait(r, &r->lf__hv, ev, deadline ? lf__ts_ns(deadline) : -1);
+    if (rc == ECANCELED)
+        lf_pool_shutdown(&r->pool); /* a stop from a signal handler ends here */
+    return rc;
 }
 
-/* ------------------------------------------------------------------ >>concurrent
- * The pattern's relaxed serialization, first variant: no leader slot at all. Every
- * thread waits in epoll_wait on the same set for one event; EPOLLONESHOT still gives
- * each ready handle to exactly one of them, and the ownership rule still keeps timers
- * and notifications away from a busy handler. Timers and the ready queue are shared,
- * under their locks, by whichever thread looks first. */
-#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
-
-static inline int lf__wait_concurrent(lf_reactor *r, lf_event *ev, const struct timespec *deadline)
+static inline int lf__src_dispatch(void *ctx, lf_event *ev)
 {
-    long long until_dl = deadline ? lf__ts_ns(deadline) : -1;
-    int looked = 0;
-
-    for (;;) {
-        struct epoll_event e;
-        int n, rc, ms, err;
-
-        if (lf__load(&r->lf__stopped, relaxed))
-            return ECANCELED;
-        lf__timers_due(r);
-        /* every other turn looks at the handles first (without blocking), so a busy
-         * ready queue cannot starve I/O */
-        if ((lf__fetch_add(&r->lf__cturn, 1u, relaxed) & 1u) && lf__queue_busy(r)) {
-            n = epoll_wait(r->lf__epfd, &e, 1, 0);
-            if (n == 1 && e.data.u64 != LF__WAKE_TAG)
-                goto got_event;
-            if (n == 1 && !lf__load(&r->lf__stopped, seq_cst))
-                lf__wake_drain(r);
-        }
-        if (lf__pop_queue(r, ev))
-            return 0;
-        /* a stop whose kick the drain above took: see lf__wait */
-        if (lf__load(&r->lf__stopped, seq_cst))
-            return ECANCELED;
-        if ((rc = lf__before_sleep(r, ev, until_dl, &ms)) != EAGAIN) {
-            if (rc != ETIMEDOUT || looked)
-                return rc;
-            looked = 1; /* out of time: one look without blocking first, as lf__wait */
-            ms = 0;
-            lf__fetch_add(&r->lf__sleeping, 1, seq_cst); /* uncounted below */
-        }
-        n = epoll_wait(r->lf__epfd, &e, 1, ms);
-        err = errno;
-        lf__fetch_add(&r->lf__sleeping, -1, relaxed);
-        if (n < 0 && err != EINTR)
-            return err != 0 ? err : EIO; /* never 0, which says *ev is filled */
-        if (n <= 0)
-            continue;
-        if (e.data.u64 == LF__WAKE_TAG) {
-            /* after stop the descriptor stays readable, so every waiter sees it */
-            if (!lf__load(&r->lf__stopped, seq_cst))
-                lf__wake_drain(r);
-            continue;
-        }
-    got_event:
-        lf__from_os(&e, ev);
-        return 0;
-    }
+    lf__dispatch((lf_reactor *)ctx, ev);
+    return 0;
 }
 
-#endif
+/* Called by lf_pool_shutdown under the pool lock: must not block. Sticky. */
+static inline void lf__src_interrupt(void *ctx)
+{
+    lf__wake_stop((lf_reactor *)ctx);
+}
 /* ------------------------------------------------------------------ >>api */
 
-static inline void lf__reclaim(struct rcu_head *head)
-{
-    lf_handler *h = caa_container_of(head, lf_handler, lf__rcu);
-    int fd;
-    LF__GP_RECLAIM(); /* before the first access: the grace period orders them all */
-    fd = h->fd;
-    /* free for a new registration from here on, also from inside handle_close */
-    lf__store(&h->lf__r, (lf_reactor *)NULL, release);
-    if (h->handle_close)
-        h->handle_close(h); /* may free h: nothing of it is touched afterwards */
-    close(fd);
-    LF__GP_READER_DONE(); /* lf_reactor_destroy's barrier waits for this */
-}
+/* A macro, not a function: static analysers then see the NULL check at each use. */
+#define lf__reactor_ok(r) ((r) != NULL && (r)->lf__tag == LF__REACTOR_TAG)
 
-/* Contract: any thread. Blocks every signal while liburcu's call_rcu worker is
- * created, so that thread never takes a signal meant for a signalfd or for you.
- * flags: 0, or LF_REACTOR_CONCURRENT (epoll only; ENOTSUP with poll/select). */
+/* Contract: any thread (not a signal handler). Blocks every signal while liburcu's
+ * call_rcu worker is created, so that thread never takes a signal meant for a
+ * signalfd or for you. flags: 0, or LF_REACTOR_CONCURRENT (epoll only; ENOTSUP with
+ * poll/select). */
 static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
 {
     int rc;
@@ -1454,10 +1807,9 @@ static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
     if ((rc = lf_pool_init(&r->pool)) != 0)
         return rc;
     r->src.ctx = r;
-    r->src.wait = lf__wait;
-    r->src.dispatch = lf__dispatch;
-    r->src.interrupt = lf__interrupt;
-    r->lf__sleep_until = -1;
+    r->src.wait = lf__src_wait;
+    r->src.dispatch = lf__src_dispatch;
+    r->src.interrupt = lf__src_interrupt;
     lf__store(&r->lf__next_timer, -1LL, relaxed);
     r->lf__theap.before = lf__timer_before;
     if ((r->lf__tab = lf__table_new(64)) == NULL) {
@@ -1466,7 +1818,7 @@ static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
     }
     if ((rc = lf__wake_open(r)) != 0)
         goto fail_table;
-    if ((rc = lf__backend_open(r)) != 0)
+    if ((rc = lf__be_open(r)) != 0)
         goto fail_wake;
     pthread_mutex_init(&r->lf__reglock, NULL);
     pthread_mutex_init(&r->lf__qlock, NULL);
@@ -1476,6 +1828,7 @@ static inline int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
     pthread_sigmask(SIG_SETMASK, &all, &old);
     (void)LF__RCU(get_default_call_rcu_data)();
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    r->lf__tag = LF__REACTOR_TAG;
     return 0;
 fail_wake:
     lf__wake_close(r);
@@ -1491,14 +1844,23 @@ static inline int lf_reactor_init(lf_reactor *r)
     return lf_reactor_init_flags(r, 0);
 }
 
+/* lf__reglock held: h is in the middle of its handle_close on another thread (a
+ * record freed there and reused since has another generation: it is free). */
+static inline int lf__closing_now(lf_reactor *r, lf_handler *h)
+{
+    for (lf__closing *c = r->lf__closers; c != NULL; c = c->next)
+        if (c->h == h && c->gen == h->lf__gen && lf__closing_self != h)
+            return 1;
+    return 0;
+}
+
 static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t events, int sig)
 {
-    lf_handler *cur;
     int rc;
 
-    if (r == NULL || h == NULL || h->handle_event == NULL ||
+    if (!lf__reactor_ok(r) || h == NULL || h->handle_event == NULL ||
         (events & (LF_EV_READ | LF_EV_WRITE)) == 0 ||
-        (events & ~(LF_EV_READ | LF_EV_WRITE | LF_EV_EDGE)))
+        (events & ~(LF_EV_READ | LF_EV_WRITE | LF_EV_EDGE | LF_EV_KEEPFD)))
         return EINVAL;
     if (fd < 0 || fcntl(fd, F_GETFD) == -1)
         return EBADF;
@@ -1510,13 +1872,12 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
         return ECANCELED;
     lf__rcu_enter();
     pthread_mutex_lock(&r->lf__reglock);
-    cur = lf__lookup(r, fd);
-    /* acquire: pairs with the release in lf__reclaim, whose accesses to h are then
-     * done before we reuse it */
-    if (cur != NULL || lf__load(&h->lf__r, acquire) != NULL) {
+    /* acquire: pairs with the release in lf__close, whose accesses to h are then done
+     * before we reuse it. A slot that holds a closing mark is taken too: its fd is
+     * not closed yet. */
+    if (lf__slot(r, fd) != NULL || lf__load(&h->lf__r, acquire) != NULL || lf__closing_now(r, h)) {
         pthread_mutex_unlock(&r->lf__reglock);
-        return EEXIST; /* the fd has a handler, or h is in use (here, elsewhere, or its
-                        * removal has not reached handle_close yet) */
+        return EEXIST;
     }
     if ((rc = lf__table_fit(r, fd)) != 0) {
         pthread_mutex_unlock(&r->lf__reglock);
@@ -1538,9 +1899,9 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
      * event must find h, or it is dropped as stale and the one-shot handle never
      * fires again. A failed add takes the slot back; nothing can have been dispatched
      * for it, since no event of this generation exists. */
-    __atomic_store_n(&lf__table_get(r)->slot[fd], h, __ATOMIC_RELEASE);
-    if ((rc = lf__backend_add(r, h)) != 0) {
-        __atomic_store_n(&lf__table_get(r)->slot[fd], (lf_handler *)NULL, __ATOMIC_RELEASE);
+    lf__slot_set(r, fd, h);
+    if ((rc = lf__be_add(r, h)) != 0) {
+        lf__slot_set(r, fd, NULL);
         lf__store(&h->lf__r, (lf_reactor *)NULL, relaxed);
         pthread_mutex_unlock(&r->lf__reglock);
         return rc; /* e.g. EPERM: epoll cannot watch regular files */
@@ -1551,7 +1912,7 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     return 0;
 }
 
-/* Contract: any thread; `h` not registered anywhere. */
+/* Contract: any thread, any hook; `h` zeroed or closed (see HANDLERS). */
 static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint32_t events)
 {
     return lf__register(r, h, fd, events, 0);
@@ -1565,7 +1926,7 @@ static inline int lf_reactor_register_signal(lf_reactor *r, lf_handler *h, const
 {
 #ifdef __linux__
     int fd, rc;
-    if (r == NULL || h == NULL || set == NULL)
+    if (!lf__reactor_ok(r) || h == NULL || set == NULL)
         return EINVAL;
     if ((fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
         return errno;
@@ -1583,15 +1944,27 @@ static inline int lf_reactor_register_signal(lf_reactor *r, lf_handler *h, const
 static inline int lf__remove(lf_reactor *r, lf_handler *h)
 {
     lf_timer *t;
+    uint32_t old;
+    int owned = 0, other_owner;
 
     pthread_mutex_lock(&r->lf__reglock);
     if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
         pthread_mutex_unlock(&r->lf__reglock);
         return ENOENT;
     }
-    __atomic_store_n(&lf__table_get(r)->slot[h->fd], (lf_handler *)NULL, __ATOMIC_RELEASE);
-    lf__fetch_or(&h->lf__state, LF__REMOVED, seq_cst); /* no dispatch may start now */
-    lf__backend_del(r, h);
+    old = lf__fetch_or(&h->lf__state, LF__REMOVED, seq_cst); /* no dispatch may start now */
+    lf__be_del(r, h);
+    pthread_mutex_lock(&r->lf__qlock);
+    if (h->lf__queued) { /* a dispatch waiting in the queue: it is ours to let go now */
+        lf__unqueue(r, h);
+        owned = 1;
+    }
+    pthread_mutex_unlock(&r->lf__qlock);
+    /* The slot: a closing mark while the fd may still be used on our behalf (we close
+     * it later, or, LF_EV_KEEPFD, another thread owns a dispatch and will re-arm or
+     * read it), else free at once for a new registration of the fd. */
+    other_owner = (old & LF__BUSY) && !owned && lf__dispatching != h;
+    lf__slot_set(r, h->fd, (!(h->lf__mask & LF_EV_KEEPFD) || other_owner) ? lf__closing_mark(h) : NULL);
     pthread_mutex_unlock(&r->lf__reglock);
 
     /* every timer of h out of the heap; h's list goes whole */
@@ -1602,37 +1975,41 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h)
     }
     h->lf__timers = NULL;
     pthread_mutex_unlock(&r->lf__tlock);
-    pthread_mutex_lock(&r->lf__qlock);
-    if (h->lf__queued)
-        lf__unqueue(r, h);
-    pthread_mutex_unlock(&r->lf__qlock);
 
     lf__fetch_add(&r->lf__n_removed, 1ULL, relaxed);
-    /* handle_close and close(fd) after a grace period: every dispatch that could
-     * still see h runs inside a read-side section, so this is after the last one */
+    /* a claim that found h before the slot changed may still touch its state: the
+     * close waits for a grace period (and for the owner, if any) */
     LF__GP_READER_DONE();
-    LF__RCU(call_rcu)(&h->lf__rcu, lf__reclaim);
+    LF__RCU(call_rcu)(&h->lf__rcu, lf__grace_done);
+    if (owned)
+        lf__letgo(r, h);
     return 0;
 }
 
-/* Contract: any thread, also h's own handle_event. */
+/* Contract: any thread, any hook, also h's own handle_event. */
 static inline int lf_reactor_remove(lf_reactor *r, lf_handler *h)
 {
-    if (r == NULL || h == NULL)
+    if (!lf__reactor_ok(r) || h == NULL)
         return EINVAL;
     lf__rcu_enter();
     return lf__remove(r, h);
 }
 
-/* Contract: any thread, also h's own handle_event. */
+/* Under the read lock: h is registered in r (and so alive until the section ends). */
+static inline int lf__registered(lf_reactor *r, lf_handler *h)
+{
+    return lf__load(&h->lf__r, relaxed) == r && lf__lookup(r, h->fd) == h;
+}
+
+/* Contract: any thread, any hook, also h's own handle_event. */
 static inline int lf_reactor_deactivate(lf_reactor *r, lf_handler *h)
 {
     int rc = 0;
-    if (r == NULL || h == NULL)
+    if (!lf__reactor_ok(r) || h == NULL)
         return EINVAL;
     lf__rcu_enter();
     lf__read_lock();
-    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h)
+    if (!lf__registered(r, h))
         rc = ENOENT;
     else
         lf__fetch_or(&h->lf__state, LF__SUSPENDED, seq_cst);
@@ -1640,16 +2017,16 @@ static inline int lf_reactor_deactivate(lf_reactor *r, lf_handler *h)
     return rc;
 }
 
-/* Contract: any thread. From h's own handle_event it ends the dispatch's exclusive
- * hold early (return LF_RESUMED afterwards and do not touch h's state again). */
+/* Contract: any thread, any hook. From h's own handle_event it ends the dispatch's
+ * exclusive hold early (return LF_RESUMED afterwards and touch nothing of h again). */
 static inline int lf_reactor_reactivate(lf_reactor *r, lf_handler *h)
 {
     int rc = 0;
-    if (r == NULL || h == NULL)
+    if (!lf__reactor_ok(r) || h == NULL)
         return EINVAL;
     lf__rcu_enter();
     lf__read_lock();
-    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
+    if (!lf__registered(r, h)) {
         rc = ENOENT;
     } else if (lf__dispatching == h) {
         lf__dispatching = NULL; /* tells lf__run the hold is released */
@@ -1658,29 +2035,29 @@ static inline int lf_reactor_reactivate(lf_reactor *r, lf_handler *h)
     } else {
         lf__fetch_and(&h->lf__state, ~LF__SUSPENDED, seq_cst);
         if (lf__claim_pending(h))
-            lf__enqueue(r, h, 1);
+            lf__queue_dispatch(r, h);
     }
     lf__read_unlock();
     return rc;
 }
 
-/* Contract: any thread; never waits for a handler or a descriptor (it may take the
- * ready queue's lock for a few instructions). */
+/* Contract: any thread, any hook; never waits for a handler or a descriptor (it may
+ * take the ready queue's lock for a few instructions). */
 static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t events)
 {
     int rc = 0;
-    if (r == NULL || h == NULL || events == 0 || (events & ~LF_EV_ALL))
+    if (!lf__reactor_ok(r) || h == NULL || events == 0 || (events & ~LF_EV_ALL))
         return EINVAL;
     if (lf__load(&r->lf__stopped, relaxed))
         return ECANCELED; /* nobody would deliver it */
     lf__rcu_enter();
     lf__read_lock();
-    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
+    if (!lf__registered(r, h)) {
         rc = ENOENT;
     } else {
         lf__fetch_add(&r->lf__n_notified, 1ULL, relaxed);
         if (lf__post(h, events))
-            lf__enqueue(r, h, 1);
+            lf__queue_dispatch(r, h);
         else
             lf__fetch_add(&r->lf__n_deferred, 1ULL, relaxed);
     }
@@ -1688,12 +2065,13 @@ static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t event
     return rc;
 }
 
-/* Contract: any thread; t initialised with lf_timer_init, h registered here. */
+/* Contract: any thread, any hook; t initialised with lf_timer_init, h registered here. */
 static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler *h,
                                          long long after_ns, long long period_ns)
 {
-    int earlier;
-    if (r == NULL || t == NULL || h == NULL || after_ns < 0 || period_ns < 0)
+    long long first;
+    int earliest;
+    if (!lf__reactor_ok(r) || t == NULL || h == NULL || after_ns < 0 || period_ns < 0)
         return EINVAL;
     if (lf__load(&r->lf__stopped, relaxed))
         return ECANCELED;
@@ -1702,14 +2080,14 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
     pthread_mutex_lock(&r->lf__tlock);
     /* checked under the timer lock: lf__remove marks h before it cancels h's timers
      * under this lock, so a timer is never left armed for a removed handler */
-    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h ||
-        (lf__load(&h->lf__state, seq_cst) & LF__REMOVED)) {
+    if (!lf__registered(r, h) || (lf__load(&h->lf__state, seq_cst) & LF__REMOVED)) {
         pthread_mutex_unlock(&r->lf__tlock);
         lf__read_unlock();
         return ENOENT;
     }
     if (t->lf__h)
         lf__timer_unarm(r, t);
+    first = lf__load(&r->lf__next_timer, relaxed);
     t->lf__when = lf__now_ns() + after_ns;
     t->lf__period = period_ns;
     t->lf__h = h;
@@ -1719,20 +2097,22 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
         h->lf__timers->lf__prev = t;
     h->lf__timers = t;
     lf__timer_insert(r, t);
-    /* with many sleepers there is no one wake-up time to compare: always wake one */
-    earlier = r->lf__concurrent || r->lf__sleep_until < 0 || t->lf__when < r->lf__sleep_until;
+    /* every sleeper sleeps at most until the earliest timer it saw (under this lock):
+     * only a new earliest one needs a wake-up */
+    earliest = first < 0 || t->lf__when < first;
     pthread_mutex_unlock(&r->lf__tlock);
     lf__read_unlock();
-    if (earlier)
+    if (earliest)
         lf__kick_if_sleeping(r);
     return 0;
 }
 
-/* Contract: any thread. ENOENT if t is not armed (expired one-shot, or cancelled). */
+/* Contract: any thread, any hook. ENOENT if t is not armed (expired one-shot, or
+ * cancelled). */
 static inline int lf_reactor_timer_cancel(lf_reactor *r, lf_timer *t)
 {
     int rc = 0;
-    if (r == NULL || t == NULL)
+    if (!lf__reactor_ok(r) || t == NULL)
         return EINVAL;
     pthread_mutex_lock(&r->lf__tlock);
     if (t->lf__h)
@@ -1743,112 +2123,160 @@ static inline int lf_reactor_timer_cancel(lf_reactor *r, lf_timer *t)
     return rc;
 }
 
-/* Contract: any thread; blocks until stop (ECANCELED) or the deadline (ETIMEDOUT). */
+/* Count the caller as running r, unless a group leads r (EBUSY). The group's init
+ * sets lf__group and then looks at lf__running; we count ourselves and then look at
+ * lf__group (both seq_cst): one of the two sees the other. */
+static inline int lf__enter(lf_reactor *r)
+{
+    lf__fetch_add(&r->lf__running, 1, seq_cst);
+    if (lf__load(&r->lf__group, seq_cst) != NULL) {
+        lf__fetch_add(&r->lf__running, -1, seq_cst);
+        return EBUSY;
+    }
+    lf__rcu_enter();
+    return 0;
+}
+
+static inline void lf__leave(lf_reactor *r)
+{
+    lf__fetch_add(&r->lf__running, -1, seq_cst);
+}
+
+/* Contract: any thread, any hook (nested); blocks until stop (ECANCELED) or the
+ * deadline (ETIMEDOUT). */
 static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
 {
     lf_follower self;
     int rc;
-    if (r == NULL)
+    if (!lf__reactor_ok(r) || !lf__deadline_ok(deadline))
         return EINVAL;
-    if (r->lf__group)
-        return EBUSY; /* its group leads it */
-    lf__rcu_enter();
-    lf__fetch_add(&r->lf__running, 1, relaxed);
-#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
-    if (r->lf__concurrent) {
-        lf_event ev;
-        memset(&ev, 0, sizeof ev); /* filled by every successful wait; quiets gcc */
-        while ((rc = lf__wait_concurrent(r, &ev, deadline)) == 0)
-            lf__dispatch(r, &ev);
-        lf__fetch_add(&r->lf__running, -1, relaxed);
+    if ((rc = lf__enter(r)) != 0)
         return rc;
-    }
-#endif
     if ((rc = lf_follower_init(&self, 0)) == 0) {
-        rc = lf_pool_join(&r->pool, &self, &r->src, deadline);
+        if (r->lf__concurrent) {
+            long long until = deadline ? lf__ts_ns(deadline) : -1;
+            do
+                rc = lf__turn(r, &self, until, deadline);
+            while (rc == 0 || rc == EINTR);
+        } else {
+            rc = lf_pool_join(&r->pool, &self, &r->src, deadline);
+        }
         lf_follower_destroy(&self);
     }
-    lf__fetch_add(&r->lf__running, -1, relaxed);
+    lf__leave(r);
     return rc;
 }
 
-/* Contract: any thread; at most one event, as leader then processing thread. */
+/* Contract: any thread, any hook (nested). One turn with the caller's follower
+ * record; EINTR after lf_reactor_wake(r, self). self NULL: only say whether a turn
+ * could run (0, EINVAL, ENOTSUP, EBUSY). */
+static inline int lf_reactor_turn(lf_reactor *r, lf_follower *self, const struct timespec *deadline)
+{
+    int rc;
+    if (!lf__reactor_ok(r) || !lf__deadline_ok(deadline))
+        return EINVAL;
+    if (r->lf__concurrent)
+        return ENOTSUP; /* no leader slot: lf_reactor_wake could not single self out */
+    if (self == NULL)
+        return lf__load(&r->lf__group, seq_cst) != NULL ? EBUSY : 0;
+    if ((rc = lf__enter(r)) != 0)
+        return rc;
+    rc = lf__turn(r, self, deadline ? lf__ts_ns(deadline) : -1, deadline);
+    lf__leave(r);
+    return rc;
+}
+
+/* Contract: any thread, any hook (nested); at most one event, as leader then
+ * processing thread. */
 static inline int lf_reactor_handle_events(lf_reactor *r, const struct timespec *deadline)
 {
     lf_follower self;
-    lf_event ev;
     int rc;
-    if (r == NULL)
+    if (!lf__reactor_ok(r) || !lf__deadline_ok(deadline))
         return EINVAL;
-    if (r->lf__group)
-        return EBUSY; /* its group leads it */
-    lf__rcu_enter();
-#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
-    if (r->lf__concurrent) {
-        lf__fetch_add(&r->lf__running, 1, relaxed);
-        if ((rc = lf__wait_concurrent(r, &ev, deadline)) == 0)
-            lf__dispatch(r, &ev);
-        lf__fetch_add(&r->lf__running, -1, relaxed);
+    if ((rc = lf__enter(r)) != 0)
         return rc;
+    if ((rc = lf_follower_init(&self, 0)) == 0) {
+        do /* a wake meant for another thread's turn: not ours to report */
+            rc = lf__turn(r, &self, deadline ? lf__ts_ns(deadline) : -1, deadline);
+        while (rc == EINTR);
+        lf_follower_destroy(&self);
     }
-#endif
-    if ((rc = lf_follower_init(&self, 0)) != 0)
-        return rc;
-    if ((rc = lf_pool_lead(&r->pool, &self, deadline)) == 0) {
-        do
-            rc = lf__wait(r, &ev, deadline);
-        while (rc == EINTR && !lf__load(&r->lf__stopped, relaxed));
-        if (rc == 0) {
-            lf_pool_promote(&r->pool, &self);
-            lf__dispatch(r, &ev);
-        } else if (rc == EINTR) {
-            rc = ECANCELED;
-        }
-        lf_pool_leave(&r->pool, &self);
-    }
-    lf_follower_destroy(&self);
+    lf__leave(r);
     return rc;
 }
 
-/* Contract: any thread, also a handler. Every thread in run/handle_events returns. */
-static inline int lf_reactor_stop(lf_reactor *r)
+/* Contract: any thread, any hook. Never blocks (the pool lock only). */
+static inline int lf_reactor_wake(lf_reactor *r, lf_follower *f)
 {
-    if (r == NULL)
+    if (!lf__reactor_ok(r) || f == NULL)
         return EINVAL;
-    lf__store(&r->lf__stopped, 1, seq_cst);
-    if (r->lf__concurrent) {
-        /* nobody drains it once stopped: it wakes every waiter, now and later */
-        static const uint64_t one = 1;
-        ssize_t n = write(r->lf__wakefd[1], &one, sizeof one);
-        (void)n;
-    } else {
-        lf__kick(r);
-    }
-    return lf_pool_shutdown(&r->pool);
+    if (r->lf__concurrent)
+        return ENOTSUP;
+    /* parked: the pool wakes exactly it; leading (or processing): its wait, or its
+     * next lead, returns EINTR */
+    if (lf_pool_notify(&r->pool, f) == EBUSY)
+        lf__wake_yield(r);
+    return 0;
 }
 
-/* Contract: not from a handler; no thread may be running the reactor. */
+/* Contract: any thread, any hook, a signal handler (async-signal-safe). Final. */
+static inline int lf_reactor_stop(lf_reactor *r)
+{
+    if (!lf__reactor_ok(r))
+        return EINVAL;
+    /* the waiting thread that sees the flag releases the pool's followers
+     * (lf_pool_shutdown takes a lock, which a signal handler must not) */
+    lf__wake_stop(r);
+    return 0;
+}
+
+/* Run what the queue holds until it is empty (lf_reactor_destroy). Returns how
+ * many entries ran. */
+static inline int lf__drain_queue(lf_reactor *r)
+{
+    lf_event ev;
+    int n = 0;
+    while (lf__pop_queue(r, &ev)) {
+        lf__dispatch(r, &ev);
+        n++;
+    }
+    return n;
+}
+
+/* Contract: any thread, no hook of this reactor (EBUSY), no thread running it. */
 static inline int lf_reactor_destroy(lf_reactor *r)
 {
-    lf__table *t;
     int rc;
-    if (r == NULL)
+    if (!lf__reactor_ok(r))
         return EINVAL;
-    if (lf__load(&r->lf__running, seq_cst) != 0 || r->lf__group)
+    if (r->lf__destroying || lf__load(&r->lf__running, seq_cst) != 0 ||
+        lf__load(&r->lf__group, seq_cst) != NULL)
         return EBUSY;
     if ((rc = lf_pool_destroy(&r->pool)) != 0)
         return rc; /* EBUSY: threads still run it */
+    r->lf__destroying = 1;
+    lf__store(&r->lf__stopped, 1, seq_cst); /* hooks below: no new registration */
     lf__rcu_enter();
-    t = r->lf__tab;
-    for (int fd = 0; fd < t->n; fd++) {
-        lf_handler *h = t->slot[fd];
-        if (h)
-            lf__remove(r, h);
+    for (;;) {
+        lf__table *t = r->lf__tab;
+        int removed = 0, ran;
+        for (int fd = 0; fd < t->n; fd++) {
+            lf_handler *h = lf__lookup(r, fd);
+            if (h)
+                removed += lf__remove(r, h) == 0;
+        }
+        /* every grace period after those removals ended: each close is queued (no
+         * thread owns a dispatch any more), and old tables are freed */
+        LF__RCU(barrier)();
+        LF__GP_RECLAIM();
+        ran = lf__drain_queue(r); /* handle_close hooks, which may remove more */
+        if (removed == 0 && ran == 0)
+            break;
     }
-    LF__RCU(barrier)(); /* every handle_close ran, every fd is closed, old tables freed */
-    LF__GP_RECLAIM();   /* tell TSan what the barrier waited for */
+    r->lf__tag = 0;
     free(r->lf__tab);
-    lf__backend_close(r);
+    lf__be_close(r);
     lf__wake_close(r);
     pthread_mutex_destroy(&r->lf__reglock);
     pthread_mutex_destroy(&r->lf__qlock);
@@ -1861,7 +2289,7 @@ static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
     if (out == NULL)
         return EINVAL;
     memset((void *)out, 0, sizeof *out); /* defined on error too */
-    if (r == NULL)
+    if (!lf__reactor_ok(r))
         return EINVAL;
     out->dispatched = lf__load(&r->lf__n_dispatched, relaxed);
     out->stale = lf__load(&r->lf__n_stale, relaxed);
@@ -1871,7 +2299,37 @@ static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
     out->kicks = lf__load(&r->lf__n_kicks, relaxed);
     out->registered = lf__load(&r->lf__n_registered, relaxed);
     out->removed = lf__load(&r->lf__n_removed, relaxed);
+    out->closed = lf__load(&r->lf__n_closed, relaxed);
+    out->waiting = (unsigned)lf__load(&r->lf__sleeping, relaxed);
     return lf_pool_stats(&r->pool, &out->pool);
+}
+
+/* ------------------------------------------------------------------ >>fork
+ * liburcu's call_rcu thread (and, with LF_RCU_BP, its reader registry) around
+ * fork(); see FORK in the doc block for what the child may then do. */
+
+static inline void lf_reactor_atfork_prepare(void)
+{
+#ifdef LF_RCU_BP
+    urcu_bp_before_fork();
+#endif
+    LF__RCU(call_rcu_before_fork)();
+}
+
+static inline void lf_reactor_atfork_parent(void)
+{
+    LF__RCU(call_rcu_after_fork_parent)();
+#ifdef LF_RCU_BP
+    urcu_bp_after_fork_parent();
+#endif
+}
+
+static inline void lf_reactor_atfork_child(void)
+{
+#ifdef LF_RCU_BP
+    urcu_bp_after_fork_child();
+#endif
+    LF__RCU(call_rcu_after_fork_child)();
 }
 
 /* ------------------------------------------------------------------ >>group
@@ -1946,9 +2404,10 @@ static inline int lf__group_dispatch(void *ctx, lf_event *claim)
     others = lf__fetch_add(&r->lf__leading, 1, relaxed);
     LF_ASSERT(others == 0);
     (void)others;
+    memset(&ev, 0, sizeof ev);
     do
-        rc = lf__wait(r, &ev, t->deadline);
-    while ((rc == EINTR && !lf__load(&r->lf__stopped, relaxed)) || rc == EAGAIN);
+        rc = lf__wait(r, &r->lf__hv, &ev, t->deadline ? lf__ts_ns(t->deadline) : -1);
+    while (rc == EINTR);
     lf__fetch_add(&r->lf__leading, -1, relaxed);
     pthread_mutex_lock(&g->lf__lock);
     r->lf__led = 0; /* before the dispatch: that is what "promote first" means here */
@@ -1958,7 +2417,7 @@ static inline int lf__group_dispatch(void *ctx, lf_event *claim)
     if (rc == 0)
         lf__dispatch(r, &ev);
     /* stopped or out of time: the pool's next wait says so to this thread */
-    return rc == 0 || rc == EINTR || rc == ETIMEDOUT ? 0 : rc;
+    return rc == 0 || rc == ECANCELED || rc == ETIMEDOUT ? 0 : rc;
 }
 
 /* Called by lf_pool_shutdown under the pool lock (lock order: pool, then group). */
@@ -1970,6 +2429,12 @@ static inline void lf__group_interrupt(void *ctx)
     pthread_mutex_unlock(&g->lf__lock);
 }
 
+static inline void lf__group_release(lf_reactor **sets, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        lf__store(&sets[i]->lf__group, (lf_reactor_group *)NULL, seq_cst);
+}
+
 /* Contract: any thread; the sets are initialised, not concurrent, not in another
  * group and not being run; sets[] outlives the group. */
 static inline int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, unsigned n)
@@ -1979,19 +2444,27 @@ static inline int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, 
     if (g == NULL || sets == NULL || n == 0)
         return EINVAL;
     for (unsigned i = 0; i < n; i++) {
-        if (sets[i] == NULL || sets[i]->lf__concurrent)
+        if (!lf__reactor_ok(sets[i]) || sets[i]->lf__concurrent)
             return EINVAL;
         for (unsigned j = 0; j < i; j++)
             if (sets[j] == sets[i])
                 return EINVAL;
-        if (sets[i]->lf__group != NULL || lf__load(&sets[i]->lf__running, seq_cst) != 0)
+    }
+    /* claim each set, then look whether a thread runs it (see lf__enter) */
+    for (unsigned i = 0; i < n; i++) {
+        lf_reactor_group *none = NULL;
+        while (!lf__cas(&sets[i]->lf__group, &none, g) && none == NULL) {
+        }
+        if (none != NULL || lf__load(&sets[i]->lf__running, seq_cst) != 0) {
+            lf__group_release(sets, none != NULL ? i : i + 1); /* ours, up to here */
             return EBUSY;
+        }
     }
     memset((void *)g, 0, sizeof *g);
-    if ((rc = lf_pool_init(&g->pool)) != 0)
-        return rc;
-    if ((rc = lf__cond_init_monotonic(&g->lf__cond)) != 0) {
-        lf_pool_destroy(&g->pool);
+    if ((rc = lf_pool_init(&g->pool)) != 0 || (rc = lf__cond_init_monotonic(&g->lf__cond)) != 0) {
+        if (rc == 0)
+            lf_pool_destroy(&g->pool);
+        lf__group_release(sets, n);
         return rc;
     }
     pthread_mutex_init(&g->lf__lock, NULL);
@@ -1999,7 +2472,7 @@ static inline int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, 
     g->lf__n = n;
     for (unsigned i = 0; i < n; i++) {
         sets[i]->lf__led = 0;
-        sets[i]->lf__group = g;
+        lf__store(&sets[i]->lf__group, g, seq_cst); /* g was claimed before it was zeroed */
     }
     return 0;
 }
@@ -2013,7 +2486,7 @@ static inline int lf_reactor_group_run(lf_reactor_group *g, const struct timespe
     lf_follower self;
     int rc;
 
-    if (g == NULL || g->lf__sets == NULL)
+    if (g == NULL || g->lf__sets == NULL || !lf__deadline_ok(deadline))
         return EINVAL;
     turn.g = g;
     turn.deadline = deadline;
@@ -2051,8 +2524,7 @@ static inline int lf_reactor_group_destroy(lf_reactor_group *g)
         return EINVAL;
     if ((rc = lf_pool_destroy(&g->pool)) != 0)
         return rc; /* EBUSY: threads still run it */
-    for (unsigned i = 0; i < g->lf__n; i++)
-        g->lf__sets[i]->lf__group = NULL;
+    lf__group_release(g->lf__sets, g->lf__n);
     g->lf__sets = NULL;
     pthread_cond_destroy(&g->lf__cond);
     pthread_mutex_destroy(&g->lf__lock);

@@ -88,14 +88,24 @@ static int closed_for_good(int fd, const struct stat *was, int peer)
     return read(peer, &ch, 1) == 0; /* peers are non-blocking: -1 (EAGAIN) if open */
 }
 
-/* Wait (without turning the reactor) until c's handle_close ran and the reactor
- * closed its fd after it: both happen after a grace period, on another thread. */
+/* One turn of rr, at most 1 ms. */
+static void turn_once(lf_reactor *rr)
+{
+    struct timespec dl;
+    int rc;
+    CHECK(lf_deadline_in(&dl, 1000000) == 0);
+    rc = lf_reactor_handle_events(rr, &dl);
+    CHECK(rc == 0 || rc == ETIMEDOUT);
+}
+
+/* Turn the reactor until c's handle_close ran and the reactor closed its fd after
+ * it: both happen after a grace period, in a turn (as one turn's event). */
 static void wait_closed(struct th *c, int fd, const struct stat *was, int peer)
 {
     for (int i = 0; i < 5000; i++) {
         if (lft_load(&c->closed) == 1 && closed_for_good(fd, was, peer))
             return;
-        lft_sleep_ms(1);
+        turn_once(&r);
         lft_progress();
     }
     CHECK(!"handle_close and close(fd) did not follow the removal");
@@ -164,7 +174,7 @@ static void in_use_until_closed(void)
     CHECK_EQ(lft_load(&reuse.events_n), 1);
     CHECK_EQ(reuse_rc_inside, EEXIST); /* removal pending: not yet free */
     for (int i = 0; i < 2000 && lft_load(&reuse.closed) < 1; i++)
-        lft_sleep_ms(1);
+        turn_once(&r2);
     CHECK_EQ(lft_load(&reuse.closed), 1);
     CHECK(closed_for_good(s1[0], &i1, s1[1])); /* its own fd, not another's */
     CHECK(same_file(s2[0], &i2));              /* the refused fd is untouched */
@@ -264,7 +274,7 @@ int main(void)
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_READ), EINVAL);
     a.h.handle_event = on_event;
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], 0), EINVAL);
-    CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_READ | 0x80u), EINVAL); /* unknown (0x40 is LF_EV_EDGE) */
+    CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_READ | 0x100u), EINVAL); /* unknown (0x40 is LF_EV_EDGE, 0x80 LF_EV_KEEPFD) */
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], 0x80000000u), EINVAL);
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_TIMEOUT), EINVAL); /* not I/O */
     CHECK_EQ(lf_reactor_register(&r, &a.h, sa[0], LF_EV_NOTIFY), EINVAL);

@@ -10,12 +10,17 @@
  *   inner call completes first, then the outer one (the policy is "allow").
  * - A deadline, lf_reactor_stop and a peer that hangs up end the waits with
  *   ETIMEDOUT, ECANCELED and ECONNRESET; lf_bound_destroy waits for its handler,
- *   and after a failed connection touches nothing its handle_close freed. */
+ *   and after a failed connection touches nothing its handle_close freed.
+ * - The connection's fd stays the caller's: after the connection failed and the
+ *   reactor closed the bound's handler, the fd is still open (v1 closed it one grace
+ *   period later, and a send could then write into a file that reused the number),
+ *   and the bound and the reactor may be destroyed in either order. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
 #include "lf_frames.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #define THREADS 3
 
@@ -203,8 +208,9 @@ static void no_deadlock(void)
     CHECK_EQ(s.replies, (unsigned long long)peer_quota);
     CHECK_EQ(s.own + s.handed_off, s.replies);
     CHECK_EQ(s.stray + s.timeouts + s.cancels, 0ULL);
-    CHECK_EQ(lf_bound_destroy(&b), 0); /* removes its handler and waits for the close */
-    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    CHECK_EQ(lf_bound_destroy(&b), 0); /* removes its handler */
+    CHECK_EQ(lf_reactor_destroy(&r), 0);  /* closes c2[0], registered without LF_EV_KEEPFD */
+    close(c1[0]);                         /* the bound's fd is ours */
     close(c1[1]);
     close(c2[1]);
     printf("t_reactor_hybrid %s/%s: %d threads, all waiting, made %lld calls that each "
@@ -286,6 +292,7 @@ static void nested_upcall(void)
     lf_bound_ctx_destroy(&c);
     CHECK_EQ(lf_bound_destroy(&b), 0);
     CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(e[0]); /* the bound's fd is ours */
     close(e[1]);
 }
 
@@ -347,6 +354,7 @@ static void ends(int how, int lone_first)
     }
     CHECK_EQ(lf_bound_destroy(&b), 0);
     CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(e[0]); /* the bound's fd is ours */
     if (how == ECANCELED)
         close(e[1]);
 }
@@ -359,8 +367,16 @@ static void ends(int how, int lone_first)
  * demo in bench/ (killing its back-end). Here a second bound is attached after the
  * first one's handle_close ran, and must still get its reply after the first one's
  * destroy. */
+static struct lf_reactor_stats rst(lf_reactor *x)
+{
+    struct lf_reactor_stats st;
+    CHECK_EQ(lf_reactor_stats(x, &st), 0);
+    return st;
+}
+
 static void destroy_after_failure(void)
 {
+    unsigned long long closed_before;
     int e[2], f[2];
     lf_bound other;
     lf_bound_ctx c;
@@ -372,10 +388,12 @@ static void destroy_after_failure(void)
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
     bound_up(e[0], 1);
     close(e[1]); /* the peer hangs up: the handler reads EOF and removes itself */
-    CHECK_EQ(lf_deadline_in(&dl, 100 * 1000000LL), 0);
-    while (lf_reactor_handle_events(&r, &dl) == 0)
-        ;
-    urcu_memb_barrier(); /* its handle_close has run */
+    closed_before = rst(&r).closed;
+    for (int i = 0; i < 5000 && rst(&r).closed == closed_before; i++) {
+        CHECK_EQ(lf_deadline_in(&dl, 1000000LL), 0);
+        (void)lf_reactor_handle_events(&r, &dl); /* its handle_close runs in a turn */
+    }
+    CHECK(rst(&r).closed > closed_before);
 
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, f) == 0);
     bound_up_as(&other, f[0], 1);
@@ -392,7 +410,61 @@ static void destroy_after_failure(void)
     lf_bound_ctx_destroy(&c);
     CHECK_EQ(lf_bound_destroy(&other), 0);
     CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(e[0]); /* ours, in both modes */
+    close(f[0]);
     close(f[1]);
+}
+
+/* The bound's fd after a failure, and both teardown orders. */
+static void fd_stays_ours(int reactor_first)
+{
+    int e[2];
+    struct stat was, now;
+    struct timespec dl;
+    unsigned char frame[HDR + 8];
+    unsigned long long closed_before;
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
+    CHECK(fstat(e[0], &was) == 0);
+    bound_up(e[0], 1);
+    closed_before = rst(&r).closed;
+    close(e[1]); /* the connection fails: EOF */
+    for (int i = 0; i < 5000 && rst(&r).closed == closed_before; i++) {
+        CHECK_EQ(lf_deadline_in(&dl, 1000000LL), 0);
+        (void)lf_reactor_handle_events(&r, &dl);
+    }
+    CHECK(rst(&r).closed > closed_before); /* the reactor is done with the handler */
+    /* the fd is still the one we gave: nothing closed it, so no other file can have
+     * its number, and a send goes nowhere but here (and is refused: it failed) */
+    CHECK(fcntl(e[0], F_GETFD) != -1);
+    CHECK(fstat(e[0], &now) == 0 && now.st_ino == was.st_ino && now.st_dev == was.st_dev);
+    put_frame(frame, 1, 1);
+    CHECK_EQ(lf_bound_send(&b, frame, sizeof frame), ECONNRESET);
+    if (reactor_first) {
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
+        CHECK_EQ(lf_bound_destroy(&b), 0);
+    } else {
+        CHECK_EQ(lf_bound_destroy(&b), 0);
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
+    }
+    CHECK(fstat(e[0], &now) == 0 && now.st_ino == was.st_ino); /* still ours */
+    close(e[0]);
+
+    /* a live connection too: destroy the reactor first, then the bound */
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
+    bound_up(e[0], 1);
+    if (reactor_first) {
+        CHECK_EQ(lf_reactor_destroy(&r), 0); /* closes the bound's handler, not its fd */
+        CHECK_EQ(lf_bound_destroy(&b), 0);
+    } else {
+        CHECK_EQ(lf_bound_destroy(&b), 0); /* removes its handler */
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
+    }
+    CHECK(fcntl(e[0], F_GETFD) != -1);
+    close(e[0]);
+    close(e[1]);
 }
 
 int main(void)
@@ -404,6 +476,8 @@ int main(void)
     ends(ECANCELED, 1);
     ends(ECONNRESET, 0);
     destroy_after_failure();
+    fd_stays_ours(0);
+    fd_stays_ours(1);
     /* Again and again: a failure's wake-up (or the stop) could come just as the
      * leader drained an older wake-up from its harvested batch, which it took for
      * the new one and then slept on. Before lf__wait looked at its flags again after

@@ -3,10 +3,12 @@
  *   A (deterministic, one thread, lf_reactor_handle_events = one event per call):
  *      handlers A and C are both ready, so one wait harvests both events. Whichever
  *      is dispatched first removes the other (its partner) and returns LF_KEEP; the
- *      partner's event is left in the leader's buffer. Once the partner is closed,
- *      its fd number is reused (dup2) for a new handler B that has no data. The
- *      buffered event must be dropped as stale, not dispatched to B; B then gets
- *      exactly its own bytes. A second round leaves the number unused: the buffered
+ *      partner's event is left in the leader's buffer. In the first round the
+ *      handlers keep their fds (LF_EV_KEEPFD), so the partner's number is free at
+ *      once: it is reused (dup2) for a new handler B that has no data while the event
+ *      is still buffered. That event must be dropped as stale, not dispatched to B; B
+ *      then gets exactly its own bytes. A second round lets the reactor own the fds:
+ *      the number stays taken (closing) until the partner's close, and the buffered
  *      event finds no handler and is dropped as well.
  *   B (randomized churn): threads turn the reactor while writers send messages
  *      tagged with the id of the registration they were written for, and a churn
@@ -30,10 +32,10 @@ static void set_nonblock(int fd)
     CHECK(fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0);
 }
 
-/* The reactor closes a removed handler's fd right after its handle_close (on the
- * call_rcu thread). Wait for that, then hold the number with a placeholder, so that
- * no socketpair made meanwhile takes it and the reactor can no longer close it. Only
- * the thread calling this creates descriptors in this test. */
+/* The reactor closes a removed handler's fd right after its handle_close (on a
+ * thread that runs it). Wait for that, then hold the number with a placeholder, so
+ * that no socketpair made meanwhile takes it and the reactor can no longer close it.
+ * Only the thread calling this creates descriptors in this test. */
 static void hold_number(int n)
 {
     int ok;
@@ -73,7 +75,7 @@ typedef struct tagged {
     int dispatches;           /* the test thread is the only one dispatching */
     char got[64];
     size_t got_len;
-    LFT_ATOMIC(int) closes;   /* handle_close runs on the call_rcu thread */
+    LFT_ATOMIC(int) closes;   /* handle_close calls */
 } tagged;
 
 static tagged *first;
@@ -104,14 +106,14 @@ static void tagged_close(lf_handler *h)
     lft_progress();
 }
 
-static void tagged_open(tagged *t, char name, int fd, int peer)
+static void tagged_open(tagged *t, char name, int fd, int peer, uint32_t flags)
 {
     memset((void *)t, 0, sizeof *t);
     t->name = name;
     t->peer = peer;
     t->h.handle_event = tagged_event;
     t->h.handle_close = tagged_close;
-    CHECK_EQ(lf_reactor_register(&R, &t->h, fd, LF_EV_READ), 0);
+    CHECK_EQ(lf_reactor_register(&R, &t->h, fd, LF_EV_READ | flags), 0);
     CHECK_EQ(t->h.fd, fd);
 }
 
@@ -135,10 +137,10 @@ static unsigned long long part_a(int reuse)
     first = NULL;
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     set_nonblock(sv[0]);
-    tagged_open(&a, 'A', sv[0], sv[1]);
+    tagged_open(&a, 'A', sv[0], sv[1], reuse ? LF_EV_KEEPFD : 0);
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     set_nonblock(sv[0]);
-    tagged_open(&c, 'C', sv[0], sv[1]);
+    tagged_open(&c, 'C', sv[0], sv[1], reuse ? LF_EV_KEEPFD : 0);
     a.partner = &c;
     c.partner = &a;
     CHECK_EQ(write(a.peer, "a", 1), 1);
@@ -153,18 +155,21 @@ static unsigned long long part_a(int reuse)
     CHECK_EQ(first->got_len, 1);
     CHECK_EQ(first->got[0], first->name == 'A' ? 'a' : 'c');
     n = p->h.fd;
-    WAIT_FOR(ok, lft_load(&p->closes) == 1, 5000);
-    CHECK(ok);
-    hold_number(n);
     before = stats_now();
     CHECK_EQ(before.removed, 1);
 
     if (reuse) {
-        /* B on the partner's old number, nothing written to it yet */
-        int bpeer = reuse_number(n, SOCK_STREAM);
-        tagged_open(&b, 'B', n, bpeer);
+        /* LF_EV_KEEPFD, removed by another handler while nobody dispatched it: the
+         * number is ours at once. B on it, nothing written to it yet, while the
+         * partner's event is still buffered */
+        int bpeer;
+        CHECK_EQ(dup2(spare, n), n); /* closes the partner's socket, holds the number */
+        bpeer = reuse_number(n, SOCK_STREAM);
+        tagged_open(&b, 'B', n, bpeer, 0);
     } else {
-        close(n); /* the number stays free: no handler at all in its slot */
+        /* the reactor owns the fd: until the close has run, the number is taken */
+        lf_handler_init(&b.h, tagged_event, tagged_close);
+        CHECK_EQ(lf_reactor_register(&R, &b.h, n, LF_EV_READ), EEXIST);
     }
     /* the buffered event comes out in the first of these turns: it must be dropped */
     for (int i = 0; i < 3; i++)
@@ -174,6 +179,13 @@ static unsigned long long part_a(int reuse)
     CHECK_EQ(first->dispatches, 1); /* drained and re-armed: nothing more for it */
     CHECK_EQ(after.dispatched, before.dispatched);
     CHECK(after.stale >= before.stale + 1);
+    if (!reuse) {
+        /* the partner's close ran in one of those turns, and closed its fd */
+        WAIT_FOR(ok, (turn(1000000LL), lft_load(&p->closes) == 1), 5000);
+        CHECK(ok);
+        hold_number(n);
+        close(n);
+    }
     if (reuse) {
         CHECK_EQ(b.dispatches, 0); /* the old registration's event is not B's */
 
@@ -192,6 +204,8 @@ static unsigned long long part_a(int reuse)
     CHECK_EQ(lf_reactor_destroy(&R), 0);
     CHECK_EQ(lft_load(&a.closes), 1);
     CHECK_EQ(lft_load(&c.closes), 1);
+    if (reuse)
+        close(first->h.fd); /* LF_EV_KEEPFD: ours to close */
     close(a.peer);
     close(c.peer);
     if (reuse) {

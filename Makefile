@@ -82,10 +82,21 @@ RUN_$1 += $(RESULTS)/$1/$2.$3
 endef
 $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(POOL_VARIANTS),\
   $(eval $(call run_check,$m,$t,$v,)))))
-# The fault-injection test routes the headers' system calls through its schedule.
+# The fault-injection test routes the headers' system calls through its schedule;
+# the race test delays some of them, to widen a window between two.
 FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc
+RACE_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read
+wrap_of = $(if $(filter t_reactor_fault,$1),$(FAULT_WRAP),$(if $(filter t_reactor_race,$1),$(RACE_WRAP)))
 $(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(REACTOR_TESTS))),\
-  $(foreach v,$(if $(filter plain,$m),$(REACTOR_VARIANTS),$(SAN_REACTOR_VARIANTS)),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(if $(filter t_reactor_fault,$t),$(FAULT_WRAP)))))))
+  $(foreach v,$(if $(filter plain,$m),$(REACTOR_VARIANTS),$(SAN_REACTOR_VARIANTS)),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(call wrap_of,$t))))))
+
+# liburcu's bp flavour (LF_RCU_BP): the lifecycle test, whose fork part then forks
+# under load, on every backend, plain and under ASan.
+URCU_BP_LIBS := $(shell pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
+BP_TESTS := t_reactor_lifecycle
+BP_VARIANTS := $(foreach b,$(BACKENDS),$(firstword $(POLICIES))+$b+BP)
+$(foreach m,$(filter plain asan,$(MODES)),$(foreach t,$(BP_TESTS),$(foreach v,$(BP_VARIANTS),\
+  $(eval $(call run_check,$m,$t,$v,-DLF_RCU_BP $(URCU_BP_LIBS))))))
 
 # C++ tests (test/t_*.cc): the C API used from C++17. Every policy x backend plain;
 # under the sanitizers on epoll only (the backends' C tests cover the rest).

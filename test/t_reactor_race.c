@@ -1,0 +1,307 @@
+/* Races that need a thread delayed between two system calls (a preempted leader),
+ * widened here on purpose: linked with -Wl,--wrap for read, select, poll and
+ * epoll_wait (RACE_WRAP in the Makefile), so the header's calls, inlined into this
+ * file, go through the hooks below. Regression tests for two items of the reactor's
+ * second design; each hung or failed with the v1 header.
+ *
+ * 5. closed_under_wait: the leader collected a handle, and before its wait ran the
+ *    handle was removed and its fd closed (LF_EV_KEEPFD: the owner closes it right
+ *    after lf_reactor_remove), or closed while still registered. The leader never
+ *    leaves the reactor over it (v1, select: lf_reactor_run returned EBADF); a
+ *    registered handler whose fd was closed hears LF_EV_CLOSE (select and poll; epoll
+ *    forgets a closed fd by itself), and the other handles go on.
+ * 6. stop_concurrent: LF_REACTOR_CONCURRENT, stop while the waiters keep draining
+ *    wake-ups (a notification storm), with each drain and each blocking wait
+ *    delayed: every thread returns. (v1: a waiter that had looked at the stop flag
+ *    drained the stop's wake-up, and the waiters that had looked at it too but were
+ *    not in epoll_wait yet slept on for good.) */
+#include "../lf_reactor.h"
+#include "lf_test.h"
+
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+/* ------------------------------------------------------------------ the hooks */
+
+static LFT_ATOMIC(int) delay_drain_us; /* > 0: reads of an eventfd sleep this long first */
+static LFT_ATOMIC(int) delay_wait_us;  /* > 0: blocking epoll_waits sleep this long first */
+
+static void sleep_us(long us)
+{
+    struct timespec ts;
+    ts.tv_sec = us / 1000000;
+    ts.tv_nsec = (us % 1000000) * 1000;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+static void (*before_wait)(void);      /* run once, by the next wait (then cleared) */
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The linker's names for the wrapped and the real calls (-Wl,--wrap).
+ * NOLINTBEGIN(bugprone-reserved-identifier) */
+ssize_t __real_read(int fd, void *buf, size_t n);
+int __real_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv);
+int __real_poll(struct pollfd *fds, nfds_t n, int ms);
+int __real_epoll_wait(int ep, struct epoll_event *ev, int max, int ms);
+ssize_t __wrap_read(int fd, void *buf, size_t n);
+int __wrap_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv);
+int __wrap_poll(struct pollfd *fds, nfds_t n, int ms);
+int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int ms);
+
+ssize_t __wrap_read(int fd, void *buf, size_t n)
+{
+    int us = lft_load(&delay_drain_us);
+    struct stat st;
+    /* an anonymous inode that is read: the reactor's wake-up eventfd */
+    if (us > 0 && fstat(fd, &st) == 0 && (st.st_mode & S_IFMT) == 0)
+        sleep_us(us);
+    return __real_read(fd, buf, n);
+}
+
+static void run_hook(void)
+{
+    void (*f)(void);
+    pthread_mutex_lock(&hook_lock);
+    f = before_wait;
+    before_wait = NULL;
+    pthread_mutex_unlock(&hook_lock);
+    if (f)
+        f();
+}
+
+int __wrap_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
+{
+    run_hook();
+    return __real_select(nfds, r, w, e, tv);
+}
+
+int __wrap_poll(struct pollfd *fds, nfds_t n, int ms)
+{
+    run_hook();
+    return __real_poll(fds, n, ms);
+}
+
+int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
+{
+    int us = lft_load(&delay_wait_us);
+    run_hook();
+    if (us > 0 && ms != 0)
+        sleep_us(us);
+    return __real_epoll_wait(ep, ev, max, ms);
+}
+/* NOLINTEND(bugprone-reserved-identifier) */
+
+static void set_hook(void (*f)(void))
+{
+    pthread_mutex_lock(&hook_lock);
+    before_wait = f;
+    pthread_mutex_unlock(&hook_lock);
+}
+
+static int hook_pending(void)
+{
+    int p;
+    pthread_mutex_lock(&hook_lock);
+    p = before_wait != NULL;
+    pthread_mutex_unlock(&hook_lock);
+    return p;
+}
+
+/* ------------------------------------------------------------------ handlers */
+
+static lf_reactor r;
+
+typedef struct counted {
+    lf_handler h;
+    LFT_ATOMIC(int) events, closes, close_events;
+    int remove_on_close_event;
+} counted;
+
+static int counted_event(lf_handler *h, int fd, uint32_t ev)
+{
+    counted *c = (counted *)h;
+    char buf[64];
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    lft_add(&c->events, 1);
+    if (ev & LF_EV_CLOSE) {
+        lft_add(&c->close_events, 1);
+        if (c->remove_on_close_event)
+            return LF_REMOVE;
+    }
+    lft_progress();
+    return LF_KEEP;
+}
+
+static void counted_close(lf_handler *h)
+{
+    lft_add(&((counted *)h)->closes, 1);
+}
+
+static void counted_init(counted *c)
+{
+    memset((void *)c, 0, sizeof *c);
+    lf_handler_init(&c->h, counted_event, counted_close);
+}
+
+static void nonblock(int fd)
+{
+    CHECK(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0);
+}
+
+static LFT_ATOMIC(int) run_rc;
+
+static void *runner(void *arg)
+{
+    (void)arg;
+    lft_store(&run_rc, lf_reactor_run(&r, NULL));
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ 5 */
+
+static counted victim, live, canary;
+static int victim_fd, live_fd;
+
+static void remove_and_close_victim(void)
+{
+    CHECK_EQ(lf_reactor_remove(&r, &victim.h), 0);
+    CHECK_EQ(close(victim_fd), 0); /* LF_EV_KEEPFD: ours, closed right after */
+}
+
+static void close_live_fd(void)
+{
+    CHECK_EQ(close(live_fd), 0); /* closed while registered: the handler must hear it */
+}
+
+static void closed_under_wait(void)
+{
+    pthread_t t;
+    int v[2], l[2], c[2];
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    counted_init(&victim);
+    counted_init(&live);
+    counted_init(&canary);
+    live.remove_on_close_event = 1;
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, v) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, l) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, c) == 0);
+    nonblock(v[0]);
+    nonblock(l[0]);
+    nonblock(c[0]);
+    victim_fd = v[0];
+    live_fd = l[0];
+    CHECK_EQ(lf_reactor_register(&r, &victim.h, v[0], LF_EV_READ | LF_EV_KEEPFD), 0);
+    CHECK_EQ(lf_reactor_register(&r, &live.h, l[0], LF_EV_READ | LF_EV_KEEPFD), 0);
+    CHECK_EQ(lf_reactor_register(&r, &canary.h, c[0], LF_EV_READ), 0);
+    lft_store(&run_rc, -1);
+    CHECK(pthread_create(&t, NULL, runner, NULL) == 0);
+
+    /* the next wait has collected the victim: remove it and close its fd first */
+    set_hook(remove_and_close_victim);
+    CHECK(write(c[1], "k", 1) == 1); /* wake the leader, so a new wait starts */
+    AWAIT(!hook_pending(), "a wait to run the hook");
+    CHECK(write(c[1], "k", 1) == 1);
+    AWAIT(lft_load(&canary.events) >= 1, "the other handles to go on");
+    CHECK_EQ(lft_load(&run_rc), -1); /* still running */
+    CHECK_EQ(lft_load(&victim.events), 0);
+
+    /* a registered handle's fd closed under the wait */
+    set_hook(close_live_fd);
+    CHECK(write(c[1], "k", 1) == 1);
+    AWAIT(!hook_pending(), "a wait to run the second hook");
+#if LF_REACTOR_BACKEND != LF_REACTOR_EPOLL
+    AWAIT(lft_load(&live.close_events) >= 1, "LF_EV_CLOSE for the closed fd");
+    AWAIT(lft_load(&live.closes) == 1, "the handler to remove itself");
+#endif
+    {
+        int before = lft_load(&canary.events);
+        CHECK(write(c[1], "k", 1) == 1);
+        AWAIT(lft_load(&canary.events) > before, "the other handles to go on");
+    }
+    CHECK_EQ(lft_load(&run_rc), -1);
+    CHECK_EQ(lf_reactor_stop(&r), 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(lft_load(&run_rc), ECANCELED); /* not EBADF */
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    CHECK_EQ(lft_load(&victim.closes), 1);
+    CHECK_EQ(lft_load(&live.closes), 1);
+    close(v[1]);
+    close(l[1]);
+    close(c[1]);
+    printf("  5 closed_under_wait: fds closed between the collection and the wait: the "
+           "leader stays, the handler hears LF_EV_CLOSE\n");
+}
+
+/* ------------------------------------------------------------------ 6 */
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+
+static LFT_ATOMIC(int) storm_stop;
+static counted noisy;
+
+static void *storm(void *arg)
+{
+    (void)arg;
+    while (!lft_load(&storm_stop)) {
+        int rc = lf_reactor_notify(&r, &noisy.h, LF_EV_NOTIFY);
+        CHECK(rc == 0 || rc == ECANCELED);
+        sleep_us(50);
+    }
+    return NULL;
+}
+
+#define WAITERS 3
+
+static void *waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(lf_reactor_run(&r, NULL), ECANCELED);
+    return NULL;
+}
+
+static void stop_concurrent(void)
+{
+    int rounds = (int)lft_scaled(20);
+    for (int k = 0; k < rounds; k++) {
+        pthread_t w[WAITERS], s;
+        int e;
+        CHECK_EQ(lf_reactor_init_flags(&r, LF_REACTOR_CONCURRENT), 0);
+        counted_init(&noisy);
+        CHECK((e = eventfd(0, EFD_NONBLOCK)) >= 0);
+        CHECK_EQ(lf_reactor_register(&r, &noisy.h, e, LF_EV_READ), 0);
+        for (int i = 0; i < WAITERS; i++)
+            CHECK(pthread_create(&w[i], NULL, waiter, NULL) == 0);
+        lft_store(&storm_stop, 0);
+        lft_store(&delay_drain_us, 1000);
+        lft_store(&delay_wait_us, 3000);
+        CHECK(pthread_create(&s, NULL, storm, NULL) == 0);
+        lft_sleep_ms(10 + k % 7);
+        CHECK_EQ(lf_reactor_stop(&r), 0);
+        for (int i = 0; i < WAITERS; i++) /* the watchdog turns a lost stop into a failure */
+            CHECK(pthread_join(w[i], NULL) == 0);
+        lft_store(&storm_stop, 1);
+        CHECK(pthread_join(s, NULL) == 0);
+        lft_store(&delay_drain_us, 0);
+        lft_store(&delay_wait_us, 0);
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
+        lft_progress();
+    }
+    printf("  6 stop_concurrent: %d stops during notification storms with slow drains, "
+           "every waiter returned\n", rounds);
+}
+#endif
+
+int main(void)
+{
+    lft_start("t_reactor_race", 20);
+    printf("t_reactor_race %s/%s:\n", lf_reactor_backend_name(), lf_promote_name());
+    closed_under_wait();
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    stop_concurrent();
+#endif
+    return 0;
+}

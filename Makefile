@@ -84,7 +84,7 @@ $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(POOL_VARIANTS),\
   $(eval $(call run_check,$m,$t,$v,)))))
 # The fault-injection test routes the headers' system calls through its schedule;
 # the race test delays some of them, to widen a window between two.
-FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc
+FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc,--wrap=fcntl,--wrap=fstat
 RACE_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read
 wrap_of = $(if $(filter t_reactor_fault,$1),$(FAULT_WRAP),$(if $(filter t_reactor_race,$1),$(RACE_WRAP)))
 $(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(REACTOR_TESTS))),\
@@ -160,7 +160,36 @@ $(eval $(call reject_check,bad-promote-number,LF_PROMOTE must be,#include "lf.h"
 $(eval $(call reject_check,bad-promote-name,LF_PROMOTE must be,#include "lf.h"\n,$(STRICT) -DLF_PROMOTE=LF_PROMOTE_RANDOM))
 $(eval $(call reject_check,bad-sync,LF_SYNC must be,#include "lf.h"\n,$(STRICT) -DLF_SYNC=7))
 $(eval $(call reject_check,strict-c11-no-posix,compile with -D_POSIX_C_SOURCE,#include "lf.h"\n,-std=c11 $(WARN)))
+$(eval $(call reject_check,strict-c11-pthread,compile with -D_POSIX_C_SOURCE,#include "lf.h"\n,-std=c11 -pthread $(WARN)))
 $(eval $(call reject_check,two-policies-one-file,included twice in one file,#define LF_PROMOTE LF_PROMOTE_FIFO\n#include "lf.h"\n#undef LF_PROMOTE\n#define LF_PROMOTE LF_PROMOTE_HEAP\n#include "lf.h"\n,$(STRICT)))
+
+# A program that uses liburcu itself includes our headers after its own, or before,
+# with its own flavour and _LGPL_SOURCE (the flavours share urcu/call-rcu.h's guard;
+# liburcu's inline code calls syscall() undeclared): it compiles, C and C++.
+define urcu_mix_check
+$(RESULTS)/compile/urcu-mix-$1.$2:
+	@printf '%b' '$3' > $(BUILD)/urcu-mix-$1.$(if $(filter %++,$2),cc,c)
+	@test/check.sh $$@ "liburcu's headers and ours in one file: $1, $2" compiles -- \
+	  $2 $(if $(filter %++,$2),-std=c++17 $(WARN),$(STRICT)) -fsyntax-only -I. $(BUILD)/urcu-mix-$1.$(if $(filter %++,$2),cc,c)
+RUN_compile += $(RESULTS)/compile/urcu-mix-$1.$2
+endef
+URCU_MIX_lgpl-urcu-first := \#define _LGPL_SOURCE\n\#include <urcu.h>\n\#include "lf_reactor.h"\n
+URCU_MIX_urcu-after := \#include "lf_reactor.h"\n\#define _LGPL_SOURCE\n\#include <urcu.h>\n
+URCU_MIX_qsbr-first := \#include <urcu/urcu-qsbr.h>\n\#include "lf_reactor.h"\n
+URCU_MIX_qsbr-after := \#include "lf_reactor.h"\n\#include <urcu/urcu-qsbr.h>\n
+URCU_MIX_lgpl-qsbr-first := \#define _LGPL_SOURCE\n\#include <urcu/urcu-qsbr.h>\n\#include "lf_bound.h"\n\#include "lf_reactor.h"\n
+$(foreach k,lgpl-urcu-first urcu-after qsbr-first qsbr-after lgpl-qsbr-first,$(foreach c,gcc g++,\
+  $(eval $(call urcu_mix_check,$k,$c,$(URCU_MIX_$k)))))
+
+# Two files with different configurations in one program, link-time optimised: no
+# type is defined two ways (C: -Wlto-type-mismatch; C++: -Wodr), and the program runs.
+$(RESULTS)/compile/odr.gcc:
+	@test/check.sh $@ "two configurations in one program, gcc -flto" compiles -- sh -c \
+	  'gcc $(CSTD) $(WARN) -O2 -flto -Werror=lto-type-mismatch -o $(BUILD)/odr-c test/odr_a.c test/odr_b.c $(URCU_LIBS) $(LIBS) && $(BUILD)/odr-c'
+$(RESULTS)/compile/odr.g++:
+	@test/check.sh $@ "two configurations in one program, g++ -flto -Wodr" compiles -- sh -c \
+	  'g++ -x c++ -std=c++17 -D_POSIX_C_SOURCE=200809L $(WARN) -O2 -flto -Wodr -Werror=odr -o $(BUILD)/odr-cxx test/odr_a.c test/odr_b.c $(URCU_LIBS) $(LIBS) && $(BUILD)/odr-cxx'
+RUN_compile += $(RESULTS)/compile/odr.gcc $(RESULTS)/compile/odr.g++
 
 # The README's C code blocks compile and run.
 $(RESULTS)/compile/readme:
@@ -172,6 +201,12 @@ RUN_compile += $(RESULTS)/compile/readme
 $(RESULTS)/compile/install:
 	@test/check.sh $@ "install: pkg-config, CMake, lf.h alone, uninstall" compiles -- test/install.sh $(CC) $(BUILD)/install
 RUN_compile += $(RESULTS)/compile/install
+
+# Wide warning sets (clang -Weverything, a long gcc list; C and C++; every
+# configuration; -Werror), each exclusion with its reason in the script.
+$(RESULTS)/compile/warnings:
+	@test/check.sh $@ "headers quiet under wide warning sets (clang -Weverything, gcc; C, C++; every configuration)" compiles -- test/warnings.sh $(BUILD)/warnings
+RUN_compile += $(RESULTS)/compile/warnings
 
 # Static analysis (make lint runs it alone): cppcheck and clang-tidy over every
 # header in each policy/backend configuration and over the tests; zero findings.

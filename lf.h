@@ -59,7 +59,10 @@
  *
  * ERRORS
  *   Functions return 0 or an errno value, pthread style; nothing aborts on bad input.
- *   Deadlines are absolute CLOCK_MONOTONIC times; NULL means no deadline.
+ *   Deadlines are absolute CLOCK_MONOTONIC times; NULL means no deadline. A deadline
+ *   too far away to count in 63 bits of nanoseconds (past about the year 2262) is
+ *   simply never reached, and lf_deadline_in saturates at the largest time_t.
+ *   lf_pool_init and lf_follower_init set every field: the memory may hold garbage.
  *
  * FUNCTIONS (all static inline; all thread-safe unless stated)
  *   int lf_pool_init(lf_pool *p)
@@ -199,14 +202,18 @@
 #endif
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
 
-#if !defined(CLOCK_MONOTONIC)
-#error "lf.h needs POSIX clocks: compile with -D_POSIX_C_SOURCE=200809L (or define _GNU_SOURCE / _DEFAULT_SOURCE)"
+/* What the headers use is POSIX.1-2001 (CLOCK_MONOTONIC, pthread_condattr_setclock).
+ * Strict -std=c11 hides it; with -pthread, glibc defines _POSIX_C_SOURCE as 199506L,
+ * which shows the clock but not pthread_condattr_setclock: both must be caught. */
+#if !defined(CLOCK_MONOTONIC) || (defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE < 200112L)
+#error "lf.h needs POSIX.1-2001: compile with -D_POSIX_C_SOURCE=200809L (or define _GNU_SOURCE / _DEFAULT_SOURCE)"
 #endif
 
 #ifndef LF_ASSERT
@@ -218,10 +225,14 @@
 #include <linux/futex.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#ifndef __cplusplus
-/* unistd.h declares syscall() only with _DEFAULT_SOURCE; an identical redeclaration
- * is harmless in C (C++ compilers define _GNU_SOURCE, so it is declared there). */
-extern long syscall(long, ...);
+/* unistd.h declares syscall() only with _DEFAULT_SOURCE, and a declaration of our own
+ * under its name can conflict with another one (liburcu's headers call it
+ * undeclared, which declares it implicitly). So: the same symbol under a name of our
+ * own (an asm label: gcc and clang, which every Linux toolchain is). */
+#ifdef __cplusplus
+extern "C" long lf__syscall(long, ...) __asm__("syscall");
+#else
+extern long lf__syscall(long, ...) __asm__("syscall");
 #endif
 #endif
 
@@ -253,8 +264,29 @@ extern long syscall(long, ...);
 
 /* ------------------------------------------------------------------ public types */
 
-typedef struct lf_pool lf_pool;
-typedef struct lf_follower lf_follower;
+/* The struct tags of the objects whose layout depends on the configuration carry it
+ * in their names (lf_pool_lifo_futex, ...), so that two files of one program made with
+ * different policies never define one type in two ways (C++'s one-definition rule,
+ * the type checks of link-time optimisation). Use the typedefs. */
+#define LF__CAT2(a, b) a##b
+#define LF__CAT(a, b) LF__CAT2(a, b)
+#if LF_PROMOTE == LF_PROMOTE_LIFO
+#define LF__CFG_P _lifo
+#elif LF_PROMOTE == LF_PROMOTE_FIFO
+#define LF__CFG_P _fifo
+#elif LF_PROMOTE == LF_PROMOTE_HEAP
+#define LF__CFG_P _heap
+#else
+#define LF__CFG_P _condvar
+#endif
+#if LF_SYNC == LF_SYNC_FUTEX
+#define LF__CFG_S _futex
+#else
+#define LF__CFG_S _pthread
+#endif
+#define LF__CFG(name) LF__CAT(LF__CAT(name, LF__CFG_P), LF__CFG_S)
+typedef struct LF__CFG(lf_pool) lf_pool;
+typedef struct LF__CFG(lf_follower) lf_follower;
 typedef struct lf_event lf_event;
 typedef struct lf_source lf_source;
 
@@ -302,7 +334,7 @@ typedef struct lf__heap {
 enum { LF__NONE = 0, LF__FOLLOWER, LF__LEADER, LF__PROCESSING };
 enum { LF__WAITING = 0, LF__WAKE_LEAD = 1, LF__WAKE_SHUTDOWN = 2, LF__WAKE_NOTIFY = 3 };
 
-struct lf_follower {
+struct LF__CFG(lf_follower) {
     /* public */
     int priority; /* LF_PROMOTE_HEAP: higher is promoted first */
     /* private */
@@ -321,7 +353,7 @@ struct lf_follower {
 #endif
 };
 
-struct lf_pool {
+struct LF__CFG(lf_pool) {
     unsigned lf__tag; /* first: identifies the configuration the pool was made with */
     pthread_mutex_t lf__lock;
     lf_follower *lf__leader; /* NULL: the slot is vacant */
@@ -348,21 +380,46 @@ static inline int lf__deadline_ok(const struct timespec *d)
     return d == NULL || (d->tv_sec >= 0 && d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
 }
 
+/* A valid time (lf__deadline_ok) in nanoseconds. Saturates: a time past the end of
+ * what 63 bits of nanoseconds hold (the year 2262 of CLOCK_MONOTONIC) is LLONG_MAX,
+ * "never", rather than an overflow that wraps into the past. */
+static inline long long lf__ts_ns(const struct timespec *ts)
+{
+    if ((long long)ts->tv_sec >= LLONG_MAX / 1000000000LL)
+        return LLONG_MAX;
+    return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+}
+
+/* a + b for a, b >= 0, saturating at LLONG_MAX ("never"). */
+static inline long long lf__ns_add(long long a, long long b)
+{
+    return b > LLONG_MAX - a ? LLONG_MAX : a + b;
+}
+
 static inline int lf_deadline_in(struct timespec *ts, long long ns)
 {
     if (ts == NULL)
         return EINVAL;
+    long long sec;
+    long nsec;
     if (clock_gettime(CLOCK_MONOTONIC, ts) != 0)
         return errno;
-    ts->tv_sec += (time_t)(ns / 1000000000LL);
-    ts->tv_nsec += (long)(ns % 1000000000LL);
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    } else if (ts->tv_nsec < 0) {
-        ts->tv_sec--;
-        ts->tv_nsec += 1000000000L;
+    sec = (long long)ts->tv_sec + ns / 1000000000LL; /* |ns| / 1e9 < 2^34: no overflow */
+    nsec = ts->tv_nsec + (long)(ns % 1000000000LL);
+    if (nsec >= 1000000000L) {
+        sec++;
+        nsec -= 1000000000L;
+    } else if (nsec < 0) {
+        sec--;
+        nsec += 1000000000L;
     }
+    /* saturate at the largest time_t (32 bits on older 32-bit ABIs): "never" */
+    if (sizeof(time_t) < sizeof(long long) && sec > (long long)INT32_MAX) {
+        sec = INT32_MAX;
+        nsec = 999999999L;
+    }
+    ts->tv_sec = (time_t)sec;
+    ts->tv_nsec = nsec;
     return 0;
 }
 
@@ -508,6 +565,49 @@ static inline void lf__sync_destroy(lf_follower *f)
     (void)f;
 }
 
+/* The futex word's address for the kernel. Through an integer: a pointer cast would
+ * drop the _Atomic qualifier (the kernel does its own atomic accesses). */
+#define lf__futex_word(f) ((void *)(uintptr_t)&(f)->lf__word)
+
+/* FUTEX_WAIT_BITSET, the one futex wait whose timeout is an absolute CLOCK_MONOTONIC
+ * time, which is what our deadlines are. The kernel reads the timespec in its own
+ * layout: 64-bit on 64-bit ABIs; on 32-bit ABIs SYS_futex takes 32-bit fields, wrong
+ * for a 64-bit time_t (the time64 ABIs), so there we pass the kernel's 64-bit layout
+ * to SYS_futex_time64 (Linux 5.1; some 32-bit architectures have nothing else), and
+ * fall back to SYS_futex only for a 32-bit time_t on an older kernel. */
+static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadline)
+{
+#if defined(SYS_futex_time64) && UINTPTR_MAX == 0xffffffffu
+    struct {
+        long long tv_sec, tv_nsec;
+    } k, *kp = NULL;
+    long rc;
+    if (deadline) {
+        k.tv_sec = (long long)deadline->tv_sec;
+        k.tv_nsec = deadline->tv_nsec;
+        kp = &k;
+    }
+    rc = lf__syscall(SYS_futex_time64, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                     LF__WAITING, kp, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
+#if defined(SYS_futex)
+    if (rc != 0 && errno == ENOSYS && sizeof(time_t) == 4)
+        rc = lf__syscall(SYS_futex, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                         LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
+#endif
+    return rc;
+#else
+    return lf__syscall(SYS_futex, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
+                       LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
+#endif
+}
+
+/* FUTEX_WAKE has no time in it: SYS_futex where there is one. */
+#ifdef SYS_futex
+#define LF__SYS_FUTEX_WAKE SYS_futex
+#else
+#define LF__SYS_FUTEX_WAKE SYS_futex_time64
+#endif
+
 /* Entered with the pool lock held and f parked. Returns 0 once the verdict is in (lock
  * released), or ETIMEDOUT with the lock held again (the verdict may have arrived since:
  * under the lock the caller reads the final word). */
@@ -519,11 +619,7 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
          * wrote under the lock are visible without taking the lock again */
         if (lf__load(&f->lf__word, acquire) != LF__WAITING)
             return 0;
-        /* BITSET wait: the only futex wait whose timeout is an absolute
-         * CLOCK_MONOTONIC time, which is what our deadlines are */
-        if (syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                    LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY) != 0 &&
-            errno == ETIMEDOUT) {
+        if (lf__futex_wait(f, deadline) != 0 && errno == ETIMEDOUT) {
             pthread_mutex_lock(&p->lf__lock);
             return ETIMEDOUT;
         }
@@ -537,8 +633,8 @@ static inline void lf__post_locked(lf_follower *f, uint32_t verdict)
 
 static inline void lf__post_unlocked(lf_follower *f)
 {
-    syscall(SYS_futex, (void *)&f->lf__word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
-            (struct timespec *)NULL, (uint32_t *)NULL, 0);
+    lf__syscall(LF__SYS_FUTEX_WAKE, lf__futex_word(f), FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1,
+                (struct timespec *)NULL, (uint32_t *)NULL, 0);
 }
 
 #endif
@@ -641,10 +737,12 @@ static inline lf_follower *lf__set_pop(lf_pool *p)
 #if LF_PROMOTE == LF_PROMOTE_HEAP
 
 #define LF__FOLLOWER_OF(n) ((lf_follower *)(void *)((char *)(n) - offsetof(lf_follower, lf__node)))
+#define LF__CFOLLOWER_OF(n)                                                                      \
+    ((const lf_follower *)(const void *)((const char *)(n) - offsetof(lf_follower, lf__node)))
 
 static inline int lf__follower_before(const lf__heap_node *a, const lf__heap_node *b)
 {
-    const lf_follower *fa = LF__FOLLOWER_OF(a), *fb = LF__FOLLOWER_OF(b);
+    const lf_follower *fa = LF__CFOLLOWER_OF(a), *fb = LF__CFOLLOWER_OF(b);
     if (fa->priority != fb->priority)
         return fa->priority > fb->priority;
     return fa->lf__seq < fb->lf__seq;
@@ -763,6 +861,7 @@ static inline int lf_pool_init(lf_pool *p)
         pthread_mutex_destroy(&p->lf__lock);
         return rc;
     }
+    p->lf__reserved = 0;
 #else
     lf__set_init(p);
 #endif
@@ -1118,7 +1217,19 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
     return rc;
 }
 
+/* The *_stats functions share their names with their structs, as stat() does with
+ * struct stat; C++ compilers may warn that the function hides the struct's
+ * constructor (g++ -Wshadow). Deliberate: quiet it where it is said. */
+#if defined(__cplusplus) && defined(__GNUC__)
+#define LF__STATS_NAME_BEGIN _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wshadow\"")
+#define LF__STATS_NAME_END _Pragma("GCC diagnostic pop")
+#else
+#define LF__STATS_NAME_BEGIN
+#define LF__STATS_NAME_END
+#endif
+
 /* Contract: any thread. A snapshot taken under the pool lock. */
+LF__STATS_NAME_BEGIN
 static inline int lf_pool_stats(lf_pool *p, struct lf_pool_stats *out)
 {
     if (out == NULL)
@@ -1135,5 +1246,6 @@ static inline int lf_pool_stats(lf_pool *p, struct lf_pool_stats *out)
     pthread_mutex_unlock(&p->lf__lock);
     return 0;
 }
+LF__STATS_NAME_END
 
 #endif /* LF_H_INCLUDED */

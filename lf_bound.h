@@ -76,7 +76,9 @@
  *   returns: leadership is never lost, and a waiter never sleeps while its reply sits
  *   unread (the next leader reads what is buffered before it waits again).
  *
- * FUNCTIONS (all thread-safe; errors are errno values)
+ * FUNCTIONS (all thread-safe; errors are errno values; EINVAL from every call on a
+ * bound that is not initialised: zeroed, garbage, destroyed, or made in a file with
+ * another LF_PROMOTE or LF_SYNC)
  *   int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks *hooks)
  *       fd: a connected stream (socket, pipe), made non-blocking here; the caller keeps
  *       it (close it after lf_bound_destroy). EINVAL fd < 0 or bad hooks, EBADF fd
@@ -206,8 +208,9 @@
 
 #define LF_BOUND_STRICT 1u /* hooks.flags: a reply for nobody fails the connection */
 
-typedef struct lf_bound lf_bound;
-typedef struct lf_bound_ctx lf_bound_ctx;
+/* tags named after the configuration, as lf.h's (LF__CFG) */
+typedef struct LF__CFG(lf_bound) lf_bound;
+typedef struct LF__CFG(lf_bound_ctx) lf_bound_ctx;
 
 struct lf_bound_hooks {
     size_t header_len;
@@ -236,7 +239,7 @@ struct lf_bound_stats {
 
 enum { LF__BC_IDLE = 0, LF__BC_WAITING, LF__BC_RECEIVING, LF__BC_DONE };
 
-struct lf_bound_ctx {
+struct LF__CFG(lf_bound_ctx) {
     /* public: set by lf_bound_ctx_init */
     void *buf;  /* where the reply's body goes */
     size_t cap; /* its size */
@@ -250,15 +253,14 @@ struct lf_bound_ctx {
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
-struct lf_reactor;
-
-struct lf_bound {
+struct LF__CFG(lf_bound) {
     lf_pool pool; /* the waiting threads: one leads (reads), the others follow */
     /* private */
+    unsigned lf__tag;           /* LF__BOUND_TAG while initialised */
     /* wake c's thread: lf_pool_notify on our pool (and kick a leader blocked in
      * poll), or, hybrid, lf_reactor_wake on the reactor the waiters turn */
     void (*lf__wakeup)(lf_bound *b, lf_bound_ctx *c);
-    struct lf_reactor *lf__r;   /* hybrid: the reactor the waiters turn, or NULL */
+    void *lf__r;                /* hybrid: the lf_reactor the waiters turn, or NULL */
     void *lf__att;              /* hybrid: our handler in that reactor (lf__bound_att) */
     struct lf_bound_hooks lf__hooks;
     int lf__fd;
@@ -276,6 +278,18 @@ struct lf_bound {
     size_t lf__body_len, lf__body_off;
     unsigned char lf__rx[LF_BOUND_RXBUF];
 };
+
+/* Set by lf_bound_init, cleared by lf_bound_destroy: every call on a bound that is
+ * not initialised (zeroed, garbage, destroyed, or made with another LF_PROMOTE or
+ * LF_SYNC) says EINVAL instead of touching it. */
+/* "try again": EAGAIN and EWOULDBLOCK are one value on Linux, two elsewhere */
+#if EAGAIN == EWOULDBLOCK
+#define LF__AGAIN(e) ((e) == EAGAIN)
+#else
+#define LF__AGAIN(e) ((e) == EAGAIN || (e) == EWOULDBLOCK)
+#endif
+#define LF__BOUND_TAG (0x4c464200u | ((unsigned)LF_PROMOTE << 4) | (unsigned)LF_SYNC)
+#define lf__bound_ok(b) ((b) != NULL && (b)->lf__tag == LF__BOUND_TAG)
 
 /* ------------------------------------------------------------------ >>map
  * Chained hashing with the contexts as nodes. Everything here runs under lf__lock. */
@@ -443,8 +457,11 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
         pthread_mutex_lock(&b->lf__lock);
         lf_bound_ctx *c = b->lf__cur; /* NULL: skipping (nobody's, withdrawn, refused) */
         if (c && n) {
-            int bad = k->read_body ? k->read_body(k->user, c, at, n, b->lf__body_off)
-                                   : (memcpy((char *)c->buf + b->lf__body_off, at, n), 0);
+            int bad = 0;
+            if (k->read_body)
+                bad = k->read_body(k->user, c, at, n, b->lf__body_off);
+            else
+                memcpy((char *)c->buf + b->lf__body_off, at, n);
             if (bad) {
                 b->lf__stats.refused++;
                 lf__bound_finish(b, c, EPROTO, c != self);
@@ -484,7 +501,10 @@ static inline int lf__bound_ms_until(const struct timespec *dl)
     if (dl == NULL)
         return -1;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    ns = (long long)(dl->tv_sec - now.tv_sec) * 1000000000LL + (dl->tv_nsec - now.tv_nsec);
+    ns = lf__ts_ns(dl); /* saturates: a deadline centuries away is "never" */
+    if (ns == LLONG_MAX)
+        return 0x7fffffff;
+    ns -= lf__ts_ns(&now);
     if (ns <= 0)
         return 0;
     ns = (ns + 999999) / 1000000; /* round up: never wake before the deadline */
@@ -514,7 +534,7 @@ static inline int lf__bound_fill(lf_bound *b, lf_bound_ctx *self)
         pthread_mutex_unlock(&b->lf__lock);
         return 1;
     }
-    if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+    if (got < 0 && LF__AGAIN(errno))
         return 0;
     lf__bound_fail(b, ECONNRESET, self); /* EOF or a broken connection */
     return -1;
@@ -618,6 +638,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     b->lf__fd = fd;
     pthread_mutex_init(&b->lf__lock, NULL);
     pthread_mutex_init(&b->lf__send, NULL);
+    b->lf__tag = LF__BOUND_TAG;
     return 0;
 }
 
@@ -628,13 +649,14 @@ static inline void lf__bound_detach(lf_bound *b);
 static inline int lf_bound_destroy(lf_bound *b)
 {
     int rc;
-    if (b == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b))
         return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
     rc = b->lf__in_flight ? EBUSY : 0;
     pthread_mutex_unlock(&b->lf__lock);
     if (rc || (rc = lf_pool_destroy(&b->pool)) != 0)
         return rc;
+    b->lf__tag = 0; /* every call says EINVAL from here on */
     if (b->lf__att) {
         lf__bound_detach(b); /* hybrid: no dispatch of the reactor touches b after it */
         b->lf__att = NULL;
@@ -670,7 +692,7 @@ static inline void lf_bound_ctx_destroy(lf_bound_ctx *c)
 static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
 {
     int rc = 0;
-    if (b == NULL || c == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
     if (b->lf__failed)
@@ -695,7 +717,7 @@ static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
 {
     const char *p = (const char *)data;
     int rc = 0;
-    if (b == NULL || b->lf__map == NULL || (data == NULL && len))
+    if (!lf__bound_ok(b) || (data == NULL && len))
         return EINVAL;
     pthread_mutex_lock(&b->lf__send);
     while (len) {
@@ -716,7 +738,7 @@ static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
             len -= (size_t)n;
         } else if (n < 0 && errno == EINTR) {
             continue;
-        } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        } else if (n < 0 && LF__AGAIN(errno)) {
             /* full: wait for room, looking at lf__failed every 50 ms, so that a
              * shutdown or a failure also ends a send the server never drains */
             struct pollfd pfd;
@@ -752,7 +774,7 @@ static inline int lf__bound_collect(lf_bound *b, lf_bound_ctx *c, int *rc)
 /* Contract: the thread that owns c, after lf_bound_expect. */
 static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct timespec *deadline)
 {
-    if (b == NULL || c == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
     if (b->lf__r)
         return lf__bound_join_reactor(b, c, deadline);
@@ -789,7 +811,7 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
 static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
 {
     int rc = 0;
-    if (b == NULL || c == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
     if (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING) {
@@ -823,18 +845,19 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
 /* Contract: any thread. Final. */
 static inline int lf_bound_shutdown(lf_bound *b)
 {
-    if (b == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b))
         return EINVAL;
     lf__bound_fail(b, ECANCELED, NULL);
     return lf_pool_shutdown(&b->pool);
 }
 
+LF__STATS_NAME_BEGIN
 static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
 {
     if (out == NULL)
         return EINVAL;
     memset((void *)out, 0, sizeof *out); /* defined on error too */
-    if (b == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b))
         return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
     *out = b->lf__stats;
@@ -843,6 +866,7 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
     pthread_mutex_unlock(&b->lf__lock);
     return lf_pool_stats(&b->pool, &out->pool);
 }
+LF__STATS_NAME_END
 
 /* ------------------------------------------------------------------ >>hybrid
  * Hybrid client/server: the connection is a handle of an lf_reactor, and a thread
@@ -858,7 +882,7 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
  * the reactor until the handler's handle_close ran, the bound until
  * lf_bound_destroy, so either may go first. Its lock keeps a dispatch and
  * lf_bound_destroy apart: once `b` is NULL no dispatch touches the bound. */
-typedef struct lf__bound_att {
+typedef struct LF__CFG(lf__bound_att) {
     lf_handler h; /* first: the reactor hands us &h */
     pthread_mutex_t lock;
     lf_bound *b; /* NULL after lf_bound_destroy */
@@ -868,8 +892,10 @@ typedef struct lf__bound_att {
 } lf__bound_att;
 
 /* the context this thread waits for in lf_bound_join (NULL: none), shared by every
- * file of the program like the reactor's own per-thread state */
-LF__SHARED LF__THREAD_LOCAL lf_bound_ctx *lf__bound_self;
+ * file of the program like the reactor's own per-thread state. A void *: the context
+ * type is named after the configuration, and the files of one program may differ. */
+extern LF__THREAD_LOCAL void *lf__bound_self;
+LF__SHARED LF__THREAD_LOCAL void *lf__bound_self;
 
 /* a->lock held: drop one reference (and the lock); the last one frees a. */
 static inline void lf__bound_att_put(lf__bound_att *a)
@@ -900,11 +926,11 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
     if ((b = a->b) == NULL)
         rc = LF_REMOVE; /* lf_bound_destroy is removing us */
     while (b != NULL) {
-        if (lf__bound_consume(b, lf__bound_self, 0) != 0) {
+        if (lf__bound_consume(b, (lf_bound_ctx *)lf__bound_self, 0) != 0) {
             rc = LF_REMOVE; /* failed: every waiter has its error */
             break;
         }
-        switch (lf__bound_fill(b, lf__bound_self)) {
+        switch (lf__bound_fill(b, (lf_bound_ctx *)lf__bound_self)) {
         case 1:
             continue;
         case 0:
@@ -950,7 +976,7 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
 {
     lf__bound_att *a;
     int rc;
-    if (b == NULL || r == NULL || b->lf__map == NULL)
+    if (!lf__bound_ok(b) || r == NULL)
         return EINVAL;
     if ((rc = lf_reactor_turn(r, NULL, NULL)) != 0)
         return rc == EINVAL ? EINVAL : ENOTSUP; /* no leader slot for the waiters */
@@ -982,7 +1008,7 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
                                          const struct timespec *deadline)
 {
     lf_reactor *r = (lf_reactor *)b->lf__r;
-    lf_bound_ctx *outer = lf__bound_self; /* a join nested in a handler's upcall */
+    lf_bound_ctx *outer = (lf_bound_ctx *)lf__bound_self; /* a join nested in an upcall */
     int rc;
 
     lf__bound_self = c;

@@ -44,7 +44,10 @@
  *   A handler is a caller-owned struct (embed lf_handler in yours) with two hooks:
  *     int  handle_event(lf_handler *h, int fd, uint32_t events)
  *         events: LF_EV_* bits (READ, WRITE, TIMEOUT, SIGNAL, CLOSE, NOTIFY; several
- *         may come at once). Returns LF_KEEP (reactivate the handle), LF_REMOVE
+ *         may come at once). LF_EV_CLOSE: a hang-up or an error on the fd, or the fd
+ *         was closed under the reactor (poll/select), or (epoll) the handle could not
+ *         be re-armed (epoll_ctl failed; counted in stats.rearm_failed): in every case
+ *         the handle will not report again, so remove the handler. Returns LF_KEEP (reactivate the handle), LF_REMOVE
  *         (remove the handler), or LF_RESUMED (the handler already called
  *         lf_reactor_reactivate, e.g. after reading one whole message, so another
  *         thread could take its next event while this one processes the message).
@@ -88,6 +91,8 @@
  * FUNCTIONS (errors are errno values as in lf.h; EINVAL for a reactor that is not
  * initialised, or destroyed, or a NULL argument)
  *   int lf_reactor_init(lf_reactor *r)             ENOMEM, EMFILE, EAGAIN (no key), ...
+ *       Any memory will do (garbage too): every field is set. select: EMFILE when
+ *       our own wake-up descriptor would be >= FD_SETSIZE.
  *   int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
  *       LF_REACTOR_CONCURRENT (epoll only, else ENOTSUP): the pattern's relaxed
  *       serialization. No leader slot: every running thread waits in epoll_wait on
@@ -114,8 +119,9 @@
  *       EBADF invalid fd; EEXIST fd registered (or its last registration not closed
  *       yet) or h in use (registered, or its handle_close not finished); EINVAL
  *       empty or unknown mask or NULL hook (select: also fd >= FD_SETSIZE);
- *       ECANCELED after stop; or what the backend says (epoll: EPERM for a regular
- *       file).
+ *       ECANCELED after stop; EPERM for a regular file or a directory (always
+ *       "ready": epoll refuses them, and so do poll and select); or what the backend
+ *       says.
  *   void lf_handler_init(h, handle_event, handle_close) / void lf_timer_init(t)
  *       Zero a caller-owned record and set its hooks.
  *   int lf_reactor_remove(r, h)
@@ -138,9 +144,13 @@
  *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
  *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
- *       handler are cancelled by the removal. ENOENT, ECANCELED as notify; EINVAL for
- *       a negative time.
- *   int lf_reactor_timer_cancel(r, t)              ENOENT if not armed.
+ *       handler are cancelled by the removal. Times saturate: one that ends past what
+ *       63 bits of CLOCK_MONOTONIC nanoseconds hold (about the year 2262) never
+ *       comes, so LLONG_MAX means "never" (after_ns) or "once" (period_ns). ENOENT,
+ *       ECANCELED as notify; EINVAL for a negative time, or a t that is armed in
+ *       another reactor (cancel it there first).
+ *   int lf_reactor_timer_cancel(r, t)              ENOENT if not armed; EINVAL if
+ *       armed in another reactor.
  *   int lf_reactor_run(r, deadline)
  *       Join the calling thread to the reactor's pool until lf_reactor_stop
  *       (ECANCELED) or the deadline (ETIMEDOUT). EBUSY when a group leads r.
@@ -330,6 +340,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
 #include <sys/epoll.h>
@@ -343,12 +354,36 @@
 #include <sys/signalfd.h>
 #endif
 
+/* Every flavour's header shares urcu/call-rcu.h's include guard: a program that
+ * included another flavour's header first (a QSBR user, say) has it already, and
+ * ours would then miss the call_rcu family's declarations. We declare those we use
+ * again in that case only (a second declaration elsewhere would be redundant). */
 #ifdef LF_RCU_BP
+#if defined(_URCU_CALL_RCU_H) && !defined(_URCU_BP_H)
+#define LF__URCU_REDECLARE 1
+#endif
 #include <urcu/urcu-bp.h>
 #define LF__RCU(name) urcu_bp_##name
 #else
+#if defined(_URCU_CALL_RCU_H) && !defined(_URCU_MEMB_H)
+#define LF__URCU_REDECLARE 1
+#endif
 #include <urcu/urcu-memb.h>
 #define LF__RCU(name) urcu_memb_##name
+#endif
+#ifdef LF__URCU_REDECLARE
+#ifdef __cplusplus
+extern "C" {
+#endif
+void LF__RCU(call_rcu)(struct rcu_head *head, void (*func)(struct rcu_head *head));
+void LF__RCU(barrier)(void);
+struct call_rcu_data *LF__RCU(get_default_call_rcu_data)(void);
+void LF__RCU(call_rcu_before_fork)(void);
+void LF__RCU(call_rcu_after_fork_parent)(void);
+void LF__RCU(call_rcu_after_fork_child)(void);
+#ifdef __cplusplus
+}
+#endif
 #endif
 
 #ifdef __cplusplus
@@ -380,10 +415,19 @@ enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2 };
 /* lf_reactor_init_flags: several threads wait in epoll_wait at once (epoll only) */
 #define LF_REACTOR_CONCURRENT 1u
 
-typedef struct lf_reactor lf_reactor;
+/* tags named after the configuration, as lf.h's (LF__CFG): the backend too */
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+#define LF__CFG_B _epoll
+#elif LF_REACTOR_BACKEND == LF_REACTOR_POLL
+#define LF__CFG_B _poll
+#else
+#define LF__CFG_B _select
+#endif
+#define LF__RCFG(name) LF__CAT(LF__CAT(LF__CAT(name, LF__CFG_P), LF__CFG_S), LF__CFG_B)
+typedef struct LF__RCFG(lf_reactor) lf_reactor;
 typedef struct lf_handler lf_handler;
 typedef struct lf_timer lf_timer;
-typedef struct lf_reactor_group lf_reactor_group;
+typedef struct LF__CFG(lf_reactor_group) lf_reactor_group;
 
 struct lf_handler {
     /* public: set before lf_reactor_register */
@@ -394,7 +438,8 @@ struct lf_handler {
     /* private */
     /* the reactor it is registered with, from registration until its handle_close
      * is about to run (so also while a removal is pending): NULL = free to register */
-    LF__ATOMIC(lf_reactor *) lf__r;
+    LF__ATOMIC(void *) lf__r; /* an lf_reactor (void: handlers are the same type in
+                               * every configuration, the reactor is not) */
     uint32_t lf__gen;  /* tags this registration's events */
     uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest, LF_EV_EDGE, LF_EV_KEEPFD */
     int lf__signalfd;  /* readable means LF_EV_SIGNAL */
@@ -413,6 +458,7 @@ struct lf_timer {
     unsigned long long lf__seq;
     lf_handler *lf__h; /* NULL: not armed */
     lf_timer *lf__prev, *lf__next; /* the handler's timer list */
+    LF__ATOMIC(void *) lf__r; /* the lf_reactor it is armed in, NULL: not armed */
 };
 
 struct lf_reactor_stats {
@@ -424,6 +470,7 @@ struct lf_reactor_stats {
     unsigned long long kicks;      /* writes to the wake-up descriptor */
     unsigned long long registered, removed;
     unsigned long long closed;     /* handle_close calls (with or without a hook) */
+    unsigned long long rearm_failed; /* epoll: re-arms that failed (see LF_EV_CLOSE) */
     unsigned waiting;              /* threads blocked (or about to block) in the wait, now */
     struct lf_pool_stats pool;
 };
@@ -448,7 +495,7 @@ typedef struct lf__closing {
 /* What one waiting thread took from the backend: the leader's batch (epoll: up to
  * LF_REACTOR_BATCH events; poll/select: the reactor's arrays), or with
  * LF_REACTOR_CONCURRENT one event on each waiting thread's stack. */
-typedef struct lf__harvest {
+typedef struct LF__RCFG(lf__harvest) {
     int n, i;         /* harvested, handed out */
     int prefer_queue; /* alternates the ready queue and I/O */
     int drained;      /* this wait emptied the wake-up descriptor */
@@ -459,7 +506,7 @@ typedef struct lf__harvest {
 #endif
 } lf__harvest;
 
-struct lf_reactor {
+struct LF__RCFG(lf_reactor) {
     lf_pool pool;   /* the threads that turn this reactor */
     lf_source src;  /* our wait/dispatch/interrupt, joined by lf_reactor_run */
     /* private */
@@ -509,13 +556,13 @@ struct lf_reactor {
     /* counters (relaxed atomics: statistics only) */
     LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
         lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed,
-        lf__n_closed;
+        lf__n_closed, lf__n_rearm_failed;
 };
 
 /* Several handle sets, each with its own leader, sharing one pool of threads. The
  * pool's leader does not wait on a handle set: it claims a set that has no leader,
  * promotes a follower, and then leads that set for one turn. */
-struct lf_reactor_group {
+struct LF__CFG(lf_reactor_group) {
     lf_pool pool;             /* the shared threads; set leadership passes in LF_PROMOTE order */
     lf_reactor **lf__sets;    /* caller-owned, outlives the group */
     unsigned lf__n;
@@ -557,6 +604,13 @@ struct lf_reactor_group {
 #else
 #error "lf_reactor.h needs weak symbols (gcc or clang) for its per-thread RCU registration flag"
 #endif
+/* (declared extern first: they are meant to be the program's, not the file's) */
+extern LF__THREAD_LOCAL int lf__rcu_is_registered;
+extern LF__THREAD_LOCAL lf_handler *lf__dispatching;
+extern LF__THREAD_LOCAL lf_handler *lf__closing_self;
+extern pthread_key_t lf__rcu_key;
+extern pthread_once_t lf__rcu_once;
+extern int lf__rcu_key_err;
 LF__SHARED LF__THREAD_LOCAL int lf__rcu_is_registered;
 LF__SHARED LF__THREAD_LOCAL lf_handler *lf__dispatching; /* the handler this thread runs */
 LF__SHARED LF__THREAD_LOCAL lf_handler *lf__closing_self; /* the handle_close it runs */
@@ -625,6 +679,7 @@ void __tsan_release(void *addr);
 #ifdef __cplusplus
 }
 #endif
+extern int lf__tsan_gp_token;
 LF__SHARED int lf__tsan_gp_token;
 #define LF__GP_READER_DONE() __tsan_release(&lf__tsan_gp_token)
 #define LF__GP_RECLAIM() __tsan_acquire(&lf__tsan_gp_token)
@@ -651,11 +706,6 @@ static inline long long lf__now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-static inline long long lf__ts_ns(const struct timespec *ts)
-{
-    return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
 }
 
 /* Milliseconds until `until` (ns), rounded up so we never wake early; -1 = forever. */
@@ -721,20 +771,22 @@ static inline lf__table *lf__table_new(int n)
 static inline void lf__table_free(struct rcu_head *head)
 {
     LF__GP_RECLAIM();
-    free(caa_container_of(head, lf__table, rcu));
+    free((void *)((char *)head - offsetof(lf__table, rcu)));
 }
 
 /* lf__reglock held. */
 static inline int lf__table_fit(lf_reactor *r, int fd)
 {
     lf__table *old = r->lf__tab, *t;
-    int n = old->n;
+    long long n = old->n; /* doubled in 64 bits: fd may be near INT_MAX */
 
-    if (fd < n)
+    if (fd < old->n)
         return 0;
     while (n <= fd)
         n *= 2;
-    if ((t = lf__table_new(n)) == NULL)
+    if (n > INT_MAX)
+        n = (long long)fd + 1;
+    if ((size_t)n > SIZE_MAX / sizeof(lf_handler *) - sizeof *t || (t = lf__table_new((int)n)) == NULL)
         return ENOMEM;
     memcpy((void *)t->slot, (void *)old->slot, (size_t)old->n * sizeof(lf_handler *));
     __atomic_store_n(&r->lf__tab, t, __ATOMIC_RELEASE);
@@ -949,10 +1001,11 @@ static inline int lf__queue_busy(lf_reactor *r)
  * timer never runs while its handler's I/O does. */
 
 #define LF__TIMER_OF(n) ((lf_timer *)(void *)((char *)(n) - offsetof(lf_timer, lf__node)))
+#define LF__CTIMER_OF(n) ((const lf_timer *)(const void *)((const char *)(n) - offsetof(lf_timer, lf__node)))
 
 static inline int lf__timer_before(const lf__heap_node *a, const lf__heap_node *b)
 {
-    const lf_timer *ta = LF__TIMER_OF(a), *tb = LF__TIMER_OF(b);
+    const lf_timer *ta = LF__CTIMER_OF(a), *tb = LF__CTIMER_OF(b);
     if (ta->lf__when != tb->lf__when)
         return ta->lf__when < tb->lf__when;
     return ta->lf__seq < tb->lf__seq;
@@ -986,6 +1039,7 @@ static inline void lf__timer_unarm(lf_reactor *r, lf_timer *t)
     if (t->lf__next)
         t->lf__next->lf__prev = t->lf__prev;
     t->lf__h = NULL;
+    lf__store(&t->lf__r, (void *)NULL, relaxed);
 }
 
 /* lf__tlock held: (re)insert an armed timer at its time. */
@@ -1009,9 +1063,9 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
         lf_handler *h = t->lf__h;
         if (t->lf__period > 0) {
             lf__heap_remove(&r->lf__theap, n);
-            t->lf__when += t->lf__period;
+            t->lf__when = lf__ns_add(t->lf__when, t->lf__period);
             if (t->lf__when <= now) /* we fell behind: skip, do not burst */
-                t->lf__when = now + t->lf__period;
+                t->lf__when = lf__ns_add(now, t->lf__period);
             lf__timer_insert(r, t);
         } else {
             lf__timer_unarm(r, t);
@@ -1140,8 +1194,15 @@ static inline void lf__be_rearm(lf_reactor *r, lf_handler *h)
         return;
     /* The owner re-arms; lf__remove cannot free the fd for another registration
      * while an owner other than its caller exists (see lf__remove), so this never
-     * modifies someone else's registration. ENOENT: removed meanwhile, harmless. */
-    (void)lf__be_ctl(r, h, EPOLL_CTL_MOD);
+     * modifies someone else's registration. ENOENT: removed meanwhile, harmless.
+     * Anything else (ENOMEM; EBADF, the fd was closed under us) leaves the handle
+     * disarmed for good: never silently. The handler hears LF_EV_CLOSE (lf__release
+     * finds the bit and queues the dispatch) and the failure is counted. */
+    int rc = lf__be_ctl(r, h, EPOLL_CTL_MOD);
+    if (rc != 0 && rc != ENOENT) {
+        lf__fetch_or(&h->lf__state, LF_EV_CLOSE, seq_cst);
+        lf__fetch_add(&r->lf__n_rearm_failed, 1ULL, relaxed);
+    }
 }
 
 static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
@@ -1373,6 +1434,8 @@ static inline const char *lf_reactor_backend_name(void)
 
 static inline int lf__be_open(lf_reactor *r)
 {
+    if (r->lf__wakefd[0] >= FD_SETSIZE)
+        return EMFILE; /* select could not watch our own wake-up descriptor */
     return lf__arrays_fit(r, 64);
 }
 
@@ -1458,7 +1521,7 @@ static inline void lf__close(lf_reactor *r, lf_handler *h)
     r->lf__closers = &me;
     /* free to register from here on, but while `me` is linked only from inside its
      * own handle_close (lf__register looks at lf__closing) */
-    lf__store(&h->lf__r, (lf_reactor *)NULL, release);
+    lf__store(&h->lf__r, (void *)NULL, release);
     pthread_mutex_unlock(&r->lf__reglock);
     lf__closing_self = h;
     if (h->handle_close)
@@ -1510,10 +1573,10 @@ static inline void lf__letgo(lf_reactor *r, lf_handler *h)
  * any more. Our code only (no user code runs on liburcu's threads). */
 static inline void lf__grace_done(struct rcu_head *head)
 {
-    lf_handler *h = caa_container_of(head, lf_handler, lf__rcu);
+    lf_handler *h = (lf_handler *)(void *)((char *)head - offsetof(lf_handler, lf__rcu));
     lf_reactor *r;
     LF__GP_RECLAIM();
-    r = lf__load(&h->lf__r, relaxed); /* read first: once our bit is in, h may go */
+    r = (lf_reactor *)lf__load(&h->lf__r, relaxed); /* first: once our bit is in, h may go */
     if (LF__CLOSABLE(lf__fetch_or(&h->lf__state, LF__GRACE, acq_rel) | LF__GRACE))
         (void)lf__enqueue(r, h, LF__ITEM_CLOSE); /* nobody holds it: close it now */
     LF__GP_READER_DONE(); /* lf_reactor_destroy's barrier waits for this */
@@ -1864,6 +1927,13 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
         return EINVAL;
     if (fd < 0 || fcntl(fd, F_GETFD) == -1)
         return EBADF;
+    {
+        /* a regular file or a directory is always "ready": epoll refuses it (EPERM),
+         * and so do poll and select, whose handler would otherwise spin */
+        struct stat st;
+        if (fstat(fd, &st) == 0 && (S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)))
+            return EPERM;
+    }
 #if LF_REACTOR_BACKEND == LF_REACTOR_SELECT
     if (fd >= FD_SETSIZE)
         return EINVAL; /* select cannot watch it: use poll or epoll */
@@ -1893,7 +1963,7 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     h->lf__queued = 0;
     h->lf__timers = NULL;
     h->lf__signalfd = sig;
-    lf__store(&h->lf__r, r, relaxed); /* published with the table slot below */
+    lf__store(&h->lf__r, (void *)r, relaxed); /* published with the table slot below */
     /* The slot before the backend: once the backend watches fd, a leader may harvest
      * its first event at once (an accepted socket often has data already), and that
      * event must find h, or it is dropped as stale and the one-shot handle never
@@ -1902,7 +1972,7 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     lf__slot_set(r, fd, h);
     if ((rc = lf__be_add(r, h)) != 0) {
         lf__slot_set(r, fd, NULL);
-        lf__store(&h->lf__r, (lf_reactor *)NULL, relaxed);
+        lf__store(&h->lf__r, (void *)NULL, relaxed);
         pthread_mutex_unlock(&r->lf__reglock);
         return rc; /* e.g. EPERM: epoll cannot watch regular files */
     }
@@ -1948,7 +2018,7 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h)
     int owned = 0, other_owner;
 
     pthread_mutex_lock(&r->lf__reglock);
-    if (lf__load(&h->lf__r, relaxed) != r || lf__lookup(r, h->fd) != h) {
+    if (lf__load(&h->lf__r, relaxed) != (void *)r || lf__lookup(r, h->fd) != h) {
         pthread_mutex_unlock(&r->lf__reglock);
         return ENOENT;
     }
@@ -1972,6 +2042,7 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h)
     for (t = h->lf__timers; t != NULL; t = t->lf__next) {
         lf__heap_remove(&r->lf__theap, &t->lf__node);
         t->lf__h = NULL;
+        lf__store(&t->lf__r, (void *)NULL, relaxed);
     }
     h->lf__timers = NULL;
     pthread_mutex_unlock(&r->lf__tlock);
@@ -1998,7 +2069,7 @@ static inline int lf_reactor_remove(lf_reactor *r, lf_handler *h)
 /* Under the read lock: h is registered in r (and so alive until the section ends). */
 static inline int lf__registered(lf_reactor *r, lf_handler *h)
 {
-    return lf__load(&h->lf__r, relaxed) == r && lf__lookup(r, h->fd) == h;
+    return lf__load(&h->lf__r, relaxed) == (void *)r && lf__lookup(r, h->fd) == h;
 }
 
 /* Contract: any thread, any hook, also h's own handle_event. */
@@ -2071,8 +2142,11 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
 {
     long long first;
     int earliest;
+    void *owner;
     if (!lf__reactor_ok(r) || t == NULL || h == NULL || after_ns < 0 || period_ns < 0)
         return EINVAL;
+    if ((owner = lf__load(&t->lf__r, relaxed)) != NULL && owner != (void *)r)
+        return EINVAL; /* armed in another reactor: cancel it there first */
     if (lf__load(&r->lf__stopped, relaxed))
         return ECANCELED;
     lf__rcu_enter();
@@ -2088,9 +2162,10 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
     if (t->lf__h)
         lf__timer_unarm(r, t);
     first = lf__load(&r->lf__next_timer, relaxed);
-    t->lf__when = lf__now_ns() + after_ns;
+    t->lf__when = lf__ns_add(lf__now_ns(), after_ns); /* LLONG_MAX: never */
     t->lf__period = period_ns;
     t->lf__h = h;
+    lf__store(&t->lf__r, (void *)r, relaxed);
     t->lf__prev = NULL;
     t->lf__next = h->lf__timers;
     if (h->lf__timers)
@@ -2112,8 +2187,11 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
 static inline int lf_reactor_timer_cancel(lf_reactor *r, lf_timer *t)
 {
     int rc = 0;
+    void *owner;
     if (!lf__reactor_ok(r) || t == NULL)
         return EINVAL;
+    if ((owner = lf__load(&t->lf__r, relaxed)) != NULL && owner != (void *)r)
+        return EINVAL; /* armed in another reactor */
     pthread_mutex_lock(&r->lf__tlock);
     if (t->lf__h)
         lf__timer_unarm(r, t);
@@ -2284,6 +2362,7 @@ static inline int lf_reactor_destroy(lf_reactor *r)
     return 0;
 }
 
+LF__STATS_NAME_BEGIN
 static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
 {
     if (out == NULL)
@@ -2300,9 +2379,11 @@ static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
     out->registered = lf__load(&r->lf__n_registered, relaxed);
     out->removed = lf__load(&r->lf__n_removed, relaxed);
     out->closed = lf__load(&r->lf__n_closed, relaxed);
+    out->rearm_failed = lf__load(&r->lf__n_rearm_failed, relaxed);
     out->waiting = (unsigned)lf__load(&r->lf__sleeping, relaxed);
     return lf_pool_stats(&r->pool, &out->pool);
 }
+LF__STATS_NAME_END
 
 /* ------------------------------------------------------------------ >>fork
  * liburcu's call_rcu thread (and, with LF_RCU_BP, its reader registry) around
@@ -2342,7 +2423,7 @@ static inline void lf_reactor_atfork_child(void)
  * lf__led, under the group lock, plays the leader slot of each set: it is what keeps
  * the set's leader-only state to one thread. */
 
-typedef struct lf__group_turn {
+typedef struct LF__CFG(lf__group_turn) {
     lf_reactor_group *g;
     const struct timespec *deadline; /* the lf_reactor_group_run caller's */
 } lf__group_turn;

@@ -259,6 +259,16 @@ static void three_waiters(struct conn *k, struct client *a, struct client *b, st
 
 /* ------------------------------------------------------------------ 1. bad input */
 
+/* a reply 20 ms from now */
+static int late_fd;
+static uint64_t late_id;
+static void *late_reply(void *arg)
+{
+    lft_sleep_ms(20);
+    reply(late_fd, late_id, 9);
+    return arg;
+}
+
 static void bad_input(void)
 {
     struct lf_bound_hooks h, bad;
@@ -294,6 +304,44 @@ static void bad_input(void)
         close(tmp[1]);
     }
     CHECK_EQ(lf_bound_init(&k.b, dead, &h), EBADF);
+    /* zeroed, garbage and destroyed bounds: EINVAL from every call, nothing touched */
+    {
+        static lf_bound z;
+        lf_bound_ctx cz;
+        unsigned char bz[8];
+        struct lf_bound_stats sz;
+        CHECK_EQ(lf_bound_ctx_init(&cz, bz, sizeof bz, 0), 0);
+        for (int round = 0; round < 3; round++) {
+            if (round == 0)
+                memset((void *)&z, 0, sizeof z);
+            else if (round == 1)
+                memset((void *)&z, 0xA5, sizeof z);
+            else {
+                memset((void *)&z, 0xA5, sizeof z); /* made on garbage, then destroyed */
+                CHECK_EQ(lf_bound_init(&z, k.cli, &h), 0);
+                CHECK_EQ(lf_bound_destroy(&z), 0);
+            }
+            CHECK_EQ(lf_bound_expect(&z, &cz, 1), EINVAL);
+            CHECK_EQ(lf_bound_send(&z, "x", 1), EINVAL);
+            CHECK_EQ(lf_bound_join(&z, &cz, NULL), EINVAL);
+            CHECK_EQ(lf_bound_call(&z, &cz, 1, "x", 1, NULL), EINVAL);
+            CHECK_EQ(lf_bound_cancel(&z, &cz), EINVAL);
+            CHECK_EQ(lf_bound_shutdown(&z), EINVAL);
+            CHECK_EQ(lf_bound_stats(&z, &sz), EINVAL);
+            CHECK_EQ(lf_bound_destroy(&z), EINVAL);
+        }
+        lf_bound_ctx_destroy(&cz);
+        /* a context on garbage: its init makes it whole */
+        memset((void *)&cz, 0xA5, sizeof cz);
+        CHECK_EQ(lf_bound_ctx_init(&cz, bz, sizeof bz, 0), 0);
+        memset((void *)&z, 0xA5, sizeof z);
+        CHECK_EQ(lf_bound_init(&z, k.cli, &h), 0);
+        CHECK_EQ(lf_bound_expect(&z, &cz, 3), 0);
+        CHECK_EQ(lf_bound_cancel(&z, &cz), 0);
+        CHECK_EQ(lf_bound_join(&z, &cz, NULL), ECANCELED);
+        CHECK_EQ(lf_bound_destroy(&z), 0);
+        lf_bound_ctx_destroy(&cz);
+    }
     bad = h;
     bad.header_len = LF_BOUND_HEADER_MAX; /* the largest accepted */
     CHECK_EQ(lf_bound_init(&k.b, k.cli, &bad), 0);
@@ -321,6 +369,23 @@ static void bad_input(void)
     CHECK_EQ(s.in_flight, 1u);
     CHECK_EQ(lf_bound_destroy(&k.b), EBUSY); /* c1 is in flight */
 
+    /* a deadline centuries away is a deadline, not one already past (v1's arithmetic
+     * overflowed into the past and the join said ETIMEDOUT at once) */
+    {
+        struct timespec far;
+        pthread_t lt;
+        far.tv_sec = sizeof(time_t) >= 8 ? (time_t)((long long)1 << 62) : (time_t)INT32_MAX;
+        far.tv_nsec = 0;
+        memset(b3, FILL, sizeof b3);
+        CHECK_EQ(lf_bound_expect(&k.b, &c3, 11), 0);
+        late_fd = k.srv;
+        late_id = 11;
+        CHECK(pthread_create(&lt, NULL, late_reply, NULL) == 0);
+        CHECK_EQ(lf_bound_join(&k.b, &c3, &far), 0);
+        CHECK(pthread_join(lt, NULL) == 0);
+        check_buf(b3, c3.len, 11, 9);
+    }
+
     /* still usable: c1's reply comes, the main thread leads and collects it */
     reply(k.srv, 7, 33);
     CHECK_EQ(lf_bound_join(&k.b, &c1, NULL), 0);
@@ -337,8 +402,8 @@ static void bad_input(void)
     CHECK_EQ(lf_bound_join(&k.b, &c2, NULL), ECANCELED);
 
     s = bst(&k.b);
-    CHECK_EQ(s.replies, 1ULL);
-    CHECK_EQ(s.own, 1ULL);
+    CHECK_EQ(s.replies, 2ULL);
+    CHECK_EQ(s.own, 2ULL);
     CHECK_EQ(s.handed_off, 0ULL);
     CHECK_EQ(s.cancels, 1ULL);
     CHECK_EQ(s.stray + s.skipped + s.refused + s.timeouts, 0ULL);

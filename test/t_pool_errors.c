@@ -45,6 +45,36 @@ static int never_dispatch(void *ctx, lf_event *ev)
     return 0;
 }
 
+/* A pool and a follower made on memory full of garbage (not zeroed, as malloc and
+ * the stack give it): init sets every field. CONDVAR's reserved slot was left out
+ * once, and the first thread into the empty pool then parked and nobody promoted it. */
+static lf_pool gp;
+static LFT_ATOMIC(int) gp_rc = -1;
+
+static void *garbage_leader(void *arg)
+{
+    lf_follower f;
+    memset((void *)&f, 0xA5, sizeof f);
+    CHECK(lf_follower_init(&f, 0) == 0);
+    lft_store(&gp_rc, lf_pool_lead(&gp, &f, NULL)); /* no deadline: blocks for good if wrong */
+    if (lft_load(&gp_rc) == 0)
+        CHECK_EQ(lf_pool_leave(&gp, &f), 0);
+    lf_follower_destroy(&f);
+    return arg;
+}
+
+static void on_garbage(void)
+{
+    pthread_t t;
+    memset((void *)&gp, 0xA5, sizeof gp);
+    CHECK_EQ(lf_pool_init(&gp), 0);
+    CHECK(pthread_create(&t, NULL, garbage_leader, NULL) == 0);
+    AWAIT(lft_load(&gp_rc) != -1, "the first thread into an empty pool to lead at once");
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK_EQ(lft_load(&gp_rc), 0);
+    CHECK_EQ(lf_pool_destroy(&gp), 0);
+}
+
 int main(void)
 {
     lf_follower a, b;
@@ -55,6 +85,7 @@ int main(void)
     int n = 0;
 
     lft_start("t_pool_errors", 20);
+    on_garbage();
     /* NULL and uninitialised objects */
     CHECK_EQ(lf_pool_init(NULL), EINVAL);
     CHECK_EQ(lf_follower_init(NULL, 0), EINVAL);

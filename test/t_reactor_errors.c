@@ -11,6 +11,7 @@
 #include "../lf_reactor.h"
 #include "lf_test.h"
 
+#include <limits.h>
 #include <sys/resource.h>
 #include <sys/select.h> /* FD_SETSIZE */
 #include <sys/socket.h>
@@ -44,7 +45,7 @@ static int on_event(lf_handler *lh, int fd, uint32_t ev)
 static void on_close(lf_handler *lh)
 {
     struct th *c = (struct th *)(void *)lh;
-    lft_add(&c->closed, 1); /* runs on liburcu's call_rcu thread */
+    lft_add(&c->closed, 1); /* runs in a turn of the reactor */
 }
 
 static void th_init(struct th *c)
@@ -189,6 +190,142 @@ static void in_use_until_closed(void)
     CHECK(close(s1[1]) == 0);
     CHECK(close(s2[1]) == 0);
     CHECK(close(s3[1]) == 0);
+}
+
+/* Values at the ends of their range and objects in the wrong state: each of these
+ * crashed, spun, fired at once or wrote where it must not in v1. */
+static lf_reactor rm, rm2;
+static LFT_ATOMIC(int) far_rc = -1;
+
+static void *far_turn(void *arg)
+{
+    struct timespec far;
+    far.tv_sec = sizeof(time_t) >= 8 ? (time_t)((long long)1 << 62) : (time_t)INT32_MAX;
+    far.tv_nsec = 0;
+    lft_store(&far_rc, lf_reactor_handle_events(&rm, &far));
+    return arg;
+}
+
+static void turns_until(lf_reactor *rr, struct th *c, int want)
+{
+    for (int i = 0; i < 2000 && lft_load(&c->events_n) < want; i++)
+        turn_once(rr);
+    CHECK_EQ(lft_load(&c->events_n), want);
+}
+
+static void misuse(void)
+{
+    struct th a, b, f;
+    lf_timer t;
+    int sa[2], sb[2], sx[4][2], file, spare, rc;
+    struct stat ida, idb;
+    struct timespec dl;
+    char path[] = "/tmp/lf-reactor-errors-XXXXXX";
+    pthread_t th;
+
+    th_init(&b);
+    th_init(&f);
+    pair(sa, &ida);
+    pair(sb, &idb);
+    /* a reactor, a handler and a timer on garbage: their init makes them whole */
+    memset((void *)&rm, 0xA5, sizeof rm);
+    CHECK_EQ(lf_reactor_init(&rm), 0);
+    memset((void *)&a, 0xA5, sizeof a);
+    lft_store(&a.events_n, 0);
+    lft_store(&a.closed, 0);
+    lf_handler_init(&a.h, on_event, on_close);
+    memset((void *)&t, 0xA5, sizeof t);
+    lf_timer_init(&t);
+    CHECK_EQ(lf_reactor_register(&rm, &a.h, sa[0], LF_EV_READ), 0);
+
+    /* times at the end of time saturate: "never", not an overflow into the past */
+    CHECK_EQ(lf_reactor_timer_start(&rm, &t, &a.h, LLONG_MAX, 0), 0); /* never fires */
+    CHECK_EQ(lf_deadline_in(&dl, 30 * 1000000LL), 0);
+    CHECK_EQ(lf_reactor_handle_events(&rm, &dl), ETIMEDOUT);
+    CHECK_EQ(lft_load(&a.events_n), 0);
+    CHECK_EQ(lf_reactor_timer_start(&rm, &t, &a.h, 0, LLONG_MAX), 0); /* now, then never */
+    turns_until(&rm, &a, 1);
+    CHECK_EQ(lft_load(&a.last_ev), LF_EV_TIMEOUT);
+    CHECK_EQ(lf_deadline_in(&dl, 30 * 1000000LL), 0);
+    CHECK_EQ(lf_reactor_handle_events(&rm, &dl), ETIMEDOUT); /* no spin, no second expiry */
+    CHECK_EQ(lft_load(&a.events_n), 1);
+    CHECK_EQ(lf_reactor_timer_cancel(&rm, &t), 0); /* still armed, for "never" */
+    /* a deadline centuries away is a deadline, not one already past */
+    CHECK(pthread_create(&th, NULL, far_turn, NULL) == 0);
+    lft_sleep_ms(20);
+    CHECK_EQ(lf_reactor_notify(&rm, &a.h, LF_EV_NOTIFY), 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_EQ(lft_load(&far_rc), 0);
+    CHECK_EQ(lft_load(&a.events_n), 2);
+
+    /* a timer armed in one reactor is not another's to start or cancel */
+    CHECK_EQ(lf_reactor_init(&rm2), 0);
+    CHECK_EQ(lf_reactor_register(&rm2, &b.h, sb[0], LF_EV_READ), 0);
+    CHECK_EQ(lf_reactor_timer_start(&rm, &t, &a.h, 60000000000LL, 0), 0);
+    CHECK_EQ(lf_reactor_timer_start(&rm2, &t, &b.h, 1000, 0), EINVAL);
+    CHECK_EQ(lf_reactor_timer_cancel(&rm2, &t), EINVAL);
+    CHECK_EQ(lf_reactor_timer_cancel(&rm, &t), 0); /* untouched, still rm's */
+    CHECK_EQ(lf_reactor_timer_start(&rm2, &t, &b.h, 60000000000LL, 0), 0); /* free: rm2's */
+    CHECK_EQ(lf_reactor_timer_cancel(&rm2, &t), 0);
+
+    /* a regular file is always "ready": refused on every backend, and still ours */
+    CHECK((file = mkstemp(path)) >= 0);
+    unlink(path);
+    CHECK_EQ(lf_reactor_register(&rm, &f.h, file, LF_EV_READ), EPERM);
+    CHECK(fcntl(file, F_GETFD) != -1);
+    close(file);
+
+    /* after destroy, stop and notify write nothing into the files that took the old
+     * descriptors' numbers (v1 wrote 8 bytes into one) */
+    CHECK_EQ(lf_reactor_destroy(&rm2), 0);
+    for (int i = 0; i < 4; i++) {
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sx[i]) == 0);
+        CHECK(fcntl(sx[i][0], F_SETFL, O_NONBLOCK) == 0);
+        CHECK(fcntl(sx[i][1], F_SETFL, O_NONBLOCK) == 0);
+    }
+    CHECK_EQ(lf_reactor_stop(&rm2), EINVAL);
+    CHECK_EQ(lf_reactor_notify(&rm2, &b.h, LF_EV_NOTIFY), EINVAL);
+    CHECK_EQ(lf_reactor_register(&rm2, &f.h, sa[1], LF_EV_READ), EINVAL);
+    for (int i = 0; i < 4; i++) {
+        char ch;
+        for (int k = 0; k < 2; k++) /* nothing arrived at either end */
+            CHECK(read(sx[i][k], &ch, 1) == -1 && errno == EAGAIN);
+        close(sx[i][0]);
+        close(sx[i][1]);
+    }
+
+#if LF_REACTOR_BACKEND == LF_REACTOR_SELECT
+    /* select: our own wake-up descriptor must be below FD_SETSIZE too */
+    {
+        struct rlimit rl;
+        lf_reactor rs;
+        CHECK(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+        if (rl.rlim_cur >= (rlim_t)FD_SETSIZE + 8) {
+            CHECK((spare = open("/dev/null", O_RDONLY)) >= 0);
+            for (int fd = 0; fd < FD_SETSIZE; fd++)
+                if (fcntl(fd, F_GETFD) == -1)
+                    CHECK_EQ(dup2(spare, fd), fd); /* every number below it taken */
+            rc = lf_reactor_init(&rs);
+            for (int fd = 0; fd < FD_SETSIZE; fd++) { /* give back what we took */
+                struct stat st, sp;
+                if (fd != spare && fstat(fd, &st) == 0 && fstat(spare, &sp) == 0 &&
+                    st.st_ino == sp.st_ino && st.st_dev == sp.st_dev)
+                    close(fd);
+            }
+            close(spare);
+            if (rc == 0)
+                lf_reactor_destroy(&rs);
+            CHECK_EQ(rc, EMFILE);
+        }
+    }
+#else
+    (void)spare;
+    (void)rc;
+#endif
+    CHECK_EQ(lf_reactor_destroy(&rm), 0);
+    CHECK_EQ(lft_load(&a.closed), 1);
+    close(sa[1]);
+    close(sb[1]);
 }
 
 /* A turn whose deadline has passed still looks at the handles once without
@@ -443,6 +580,7 @@ int main(void)
     CHECK(close(sd[1]) == 0);
     CHECK(close(se[1]) == 0);
     in_use_until_closed();
+    misuse();
     past_deadline_polls(0);
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     past_deadline_polls(LF_REACTOR_CONCURRENT);

@@ -42,11 +42,12 @@
 #include <sys/eventfd.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 /* ------------------------------------------------------------------ the schedule */
 
-enum { F_WAIT, F_READ, F_SEND, F_EVENTFD, F_EPOLL_CREATE, F_EPOLL_ADD, F_FUTEX_WAIT, F_ALLOC,
+enum { F_WAIT, F_READ, F_SEND, F_EVENTFD, F_EPOLL_CREATE, F_EPOLL_ADD, F_EPOLL_MOD, F_FUTEX_WAIT, F_ALLOC,
        NF };
 static LFT_ATOMIC(long) every[NF], err_of[NF], calls[NF], injected[NF];
 
@@ -86,6 +87,8 @@ int __real_epoll_ctl(int, int, int, struct epoll_event *);
 long __real_syscall(long, ...);
 void *__real_malloc(size_t);
 void *__real_calloc(size_t, size_t);
+int __real_fcntl(int, int, ...);
+int __real_fstat(int, struct stat *);
 
 int __wrap_epoll_wait(int ep, struct epoll_event *ev, int n, int ms)
 {
@@ -134,12 +137,43 @@ int __wrap_epoll_create1(int flags)
     return inject(F_EPOLL_CREATE) ? -1 : __real_epoll_create1(flags);
 }
 
-/* Only additions fail: re-arms and removals always go through. */
+/* Additions and re-arms fail on schedule; removals always go through. */
 int __wrap_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
     if (op == EPOLL_CTL_ADD && inject(F_EPOLL_ADD))
         return -1;
+    if (op == EPOLL_CTL_MOD && inject(F_EPOLL_MOD))
+        return -1;
     return __real_epoll_ctl(ep, op, fd, ev);
+}
+
+/* An fd number no process here can open (2^30): while fake_huge is set, the
+ * registration's checks find it open and not a regular file. */
+#define HUGE_FD (1 << 30)
+static LFT_ATOMIC(int) fake_huge;
+
+int __wrap_fcntl(int fd, int cmd, ...)
+{
+    int arg = 0;
+    if (cmd == F_SETFL || cmd == F_SETFD || cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+        va_list ap;
+        va_start(ap, cmd);
+        arg = va_arg(ap, int);
+        va_end(ap);
+    }
+    if (fd == HUGE_FD && lft_load(&fake_huge))
+        return cmd == F_GETFD ? 0 : -1;
+    return __real_fcntl(fd, cmd, arg);
+}
+
+int __wrap_fstat(int fd, struct stat *st)
+{
+    if (fd == HUGE_FD && lft_load(&fake_huge)) {
+        memset(st, 0, sizeof *st);
+        st->st_mode = S_IFSOCK;
+        return 0;
+    }
+    return __real_fstat(fd, st);
 }
 
 /* Only the futex waits fail (EINTR: a spurious wake-up); wakes always go through. */
@@ -478,6 +512,76 @@ static void register_fails(void)
 #endif
 }
 
+/* F. A re-arm that fails (epoll_ctl MOD with ENOMEM) leaves the one-shot handle
+ * disarmed for good: the handler hears LF_EV_CLOSE and the failure is counted (v1
+ * ignored it: the handle went silent and nobody was told). */
+static LFT_ATOMIC(int) f_events, f_closes;
+static int on_rearm_test(lf_handler *h, int fd, uint32_t ev)
+{
+    char buf[16];
+    (void)h;
+    while (recvfrom(fd, buf, sizeof buf, 0, NULL, NULL) > 0) {
+    }
+    lft_add(&f_events, 1);
+    if (ev & LF_EV_CLOSE) {
+        lft_add(&f_closes, 1);
+        return LF_REMOVE;
+    }
+    return LF_KEEP;
+}
+
+/* E. The fd table grows for an fd near INT_MAX: in 64 bits (v1 doubled an int, which
+ * overflowed and spun), and the allocation it needs fails cleanly (ENOMEM). */
+static void huge_fd(void)
+{
+    lf_reactor r;
+    lf_handler h;
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    lf_handler_init(&h, on_rearm_test, NULL);
+    lft_store(&fake_huge, 1);
+    plan(F_ALLOC, 1, ENOMEM); /* the table of 2^30 slots (8 GiB): refused */
+#if LF_REACTOR_BACKEND == LF_REACTOR_SELECT
+    CHECK_EQ(lf_reactor_register(&r, &h, HUGE_FD, LF_EV_READ), EINVAL); /* >= FD_SETSIZE */
+#else
+    CHECK_EQ(lf_reactor_register(&r, &h, HUGE_FD, LF_EV_READ), ENOMEM);
+#endif
+    plan_none();
+    lft_store(&fake_huge, 0);
+    CHECK_EQ(lf_reactor_remove(&r, &h), ENOENT); /* nothing registered */
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+}
+
+static void rearm_fails(void)
+{
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    lf_reactor r;
+    lf_handler h;
+    int sv[2];
+    struct lf_reactor_stats st;
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    CHECK(fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
+    lf_handler_init(&h, on_rearm_test, NULL);
+    CHECK_EQ(lf_reactor_register(&r, &h, sv[0], LF_EV_READ), 0);
+    CHECK_EQ(sendto(sv[1], "x", 1, 0, NULL, 0), 1);
+    plan(F_EPOLL_MOD, 1, ENOMEM); /* the re-arm after this event fails */
+    for (int i = 0; i < 2000 && lft_load(&f_closes) == 0; i++) {
+        struct timespec dl;
+        CHECK_EQ(lf_deadline_in(&dl, 1000000), 0);
+        (void)lf_reactor_handle_events(&r, &dl);
+        if (lft_load(&f_events) >= 1)
+            plan_none();
+    }
+    plan_none();
+    CHECK_EQ(lft_load(&f_closes), 1);
+    CHECK_EQ(lf_reactor_stats(&r, &st), 0);
+    CHECK_EQ(st.rearm_failed, 1ULL);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(sv[1]);
+#endif
+}
+
 int main(void)
 {
     lft_start("t_reactor_fault", 30);
@@ -486,6 +590,8 @@ int main(void)
     running_under_faults();
     bound_under_faults();
     register_fails();
+    huge_fd();
+    rearm_fails();
     printf("t_reactor_fault %s/%s: set-up failures returned, nothing left open; "
            "%ld messages exactly once under %ld wait, %ld read and %ld futex faults; "
            "the bound's read and send failures reached every caller; %ld failed "

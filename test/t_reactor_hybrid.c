@@ -470,6 +470,19 @@ static void fd_stays_ours(int reactor_first)
 int main(void)
 {
     lft_start("t_reactor_hybrid", 30);
+    { /* attach to a reactor that is not initialised: EINVAL, nothing dereferenced */
+        static lf_reactor zr;
+        int e[2];
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, e) == 0);
+        bound_up(e[0], 0);
+        memset((void *)&zr, 0, sizeof zr);
+        CHECK_EQ(lf_bound_attach(&b, &zr), EINVAL);
+        memset((void *)&zr, 0xA5, sizeof zr);
+        CHECK_EQ(lf_bound_attach(&b, &zr), EINVAL);
+        CHECK_EQ(lf_bound_destroy(&b), 0);
+        close(e[0]);
+        close(e[1]);
+    }
     bare_would_deadlock();
     no_deadlock();
     nested_upcall();

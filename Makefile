@@ -202,6 +202,12 @@ $(RESULTS)/compile/install:
 	@test/check.sh $@ "install: pkg-config, CMake, lf.h alone, uninstall" compiles -- test/install.sh $(CC) $(BUILD)/install
 RUN_compile += $(RESULTS)/compile/install
 
+# 32-bit x86 (gcc -m32), with the ABI's 32-bit time_t and with a 64-bit one: the
+# pool's and the bound's tests, two policies.
+$(RESULTS)/compile/m32:
+	@test/check.sh $@ "gcc -m32, 32- and 64-bit time_t: lf.h and lf_bound.h tests" compiles -- test/m32.sh gcc $(BUILD)/m32
+RUN_compile += $(RESULTS)/compile/m32
+
 # Wide warning sets (clang -Weverything, a long gcc list; C and C++; every
 # configuration; -Werror), each exclusion with its reason in the script.
 $(RESULTS)/compile/warnings:

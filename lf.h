@@ -385,9 +385,10 @@ static inline int lf__deadline_ok(const struct timespec *d)
  * "never", rather than an overflow that wraps into the past. */
 static inline long long lf__ts_ns(const struct timespec *ts)
 {
-    if ((long long)ts->tv_sec >= LLONG_MAX / 1000000000LL)
+    long long sec = ts->tv_sec; /* (a 32-bit time_t never gets near the limit) */
+    if (sec >= LLONG_MAX / 1000000000LL)
         return LLONG_MAX;
-    return (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+    return sec * 1000000000LL + ts->tv_nsec;
 }
 
 /* a + b for a, b >= 0, saturating at LLONG_MAX ("never"). */

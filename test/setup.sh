@@ -2,12 +2,16 @@
 # Make sure this machine has what `make test` and `make bench` need. As root on
 # Debian it installs what is missing; otherwise it prints the command to run.
 set -u
-pkgs="gcc g++ clang libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev"
+pkgs="gcc g++ gcc-multilib clang libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev"
 missing=""
 for tool in gcc g++ clang clang++ make pkg-config cmake cppcheck clang-tidy spin timeout; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 pkg-config --exists 'liburcu-memb >= 0.13' 2>/dev/null || missing="$missing liburcu"
+probe=$(mktemp -d)
+printf 'int main(void){return 0;}\n' > "$probe/p.c"
+gcc -m32 "$probe/p.c" -o "$probe/p" >/dev/null 2>&1 || missing="$missing gcc-multilib"
+rm -rf "$probe"
 if command -v clang >/dev/null 2>&1; then
     # clang's sanitizer runtimes come in their own package on Debian
     probe=$(mktemp -d)

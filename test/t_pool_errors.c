@@ -75,6 +75,43 @@ static void on_garbage(void)
     CHECK_EQ(lf_pool_destroy(&gp), 0);
 }
 
+/* A follower's deadline is never early: ETIMEDOUT only once CLOCK_MONOTONIC has
+ * passed it (a 32-bit build with a 64-bit time_t once handed the kernel a timespec
+ * in the wrong layout, which dropped the nanoseconds: up to a second early). */
+static void *timed_follower(void *arg)
+{
+    lf_follower f;
+    struct timespec dl, now;
+    long long ms = *(long long *)arg;
+    CHECK(lf_follower_init(&f, 0) == 0);
+    CHECK_EQ(lf_deadline_in(&dl, ms * 1000000LL), 0);
+    CHECK_EQ(lf_pool_lead(&gp, &f, &dl), ETIMEDOUT);
+    CHECK(clock_gettime(CLOCK_MONOTONIC, &now) == 0);
+    if (now.tv_sec < dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec < dl.tv_nsec))
+        fprintf(stderr, "woke %.3f s before its deadline\n",
+                (double)(dl.tv_sec - now.tv_sec) + (double)(dl.tv_nsec - now.tv_nsec) / 1e9);
+    CHECK(now.tv_sec > dl.tv_sec || (now.tv_sec == dl.tv_sec && now.tv_nsec >= dl.tv_nsec));
+    lf_follower_destroy(&f);
+    return arg;
+}
+
+static void deadlines_never_early(void)
+{
+    lf_follower leader;
+    long long ms[] = {130, 370, 610, 850};
+    pthread_t t[4];
+    CHECK_EQ(lf_pool_init(&gp), 0);
+    CHECK(lf_follower_init(&leader, 0) == 0);
+    CHECK_EQ(lf_pool_lead(&gp, &leader, NULL), 0); /* the slot is taken: they follow */
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_create(&t[i], NULL, timed_follower, &ms[i]) == 0);
+    for (int i = 0; i < 4; i++)
+        CHECK(pthread_join(t[i], NULL) == 0);
+    CHECK_EQ(lf_pool_leave(&gp, &leader), 0);
+    CHECK_EQ(lf_pool_destroy(&gp), 0);
+    lf_follower_destroy(&leader);
+}
+
 int main(void)
 {
     lf_follower a, b;
@@ -86,6 +123,7 @@ int main(void)
 
     lft_start("t_pool_errors", 20);
     on_garbage();
+    deadlines_never_early();
     /* NULL and uninitialised objects */
     CHECK_EQ(lf_pool_init(NULL), EINVAL);
     CHECK_EQ(lf_follower_init(NULL, 0), EINVAL);

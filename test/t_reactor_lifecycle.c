@@ -198,7 +198,7 @@ static counted fc_victim, fc_notified, fc_timed, fc_new;
 static lf_timer fc_timer;
 static int fc_new_fd[2];
 static LFT_ATOMIC(int) fc_rc_register = -1, fc_rc_notify = -1, fc_rc_timer = -1,
-                       fc_rc_remove = -1, fc_rc_self = -1, fc_on_runner = -1;
+                       fc_rc_remove = -1, fc_rc_self = -1, fc_on_runner = -1, fc_done;
 
 static void from_close_hook(lf_handler *h)
 {
@@ -209,6 +209,7 @@ static void from_close_hook(lf_handler *h)
     lft_store(&fc_rc_timer, lf_reactor_timer_start(&r, &fc_timer, &fc_timed.h, 1000000, 0));
     lft_store(&fc_rc_remove, lf_reactor_remove(&r, &fc_victim.h));
     lft_store(&fc_rc_self, lf_reactor_notify(&r, h, LF_EV_NOTIFY)); /* itself: not registered */
+    lft_store(&fc_done, 1); /* last: the counts above are read once this is set */
 }
 
 static void from_close(void)
@@ -239,7 +240,8 @@ static void from_close(void)
     CHECK((tfd = eventfd(0, EFD_NONBLOCK)) >= 0);
     CHECK_EQ(lf_reactor_register(&r, &fc_timed.h, tfd, LF_EV_READ), 0);
     CHECK_EQ(lf_reactor_remove(&r, &closer.h), 0);
-    AWAIT(lft_load(&closer.closes) == 1, "the closer's handle_close");
+    AWAIT(lft_load(&fc_done), "the closer's handle_close to return");
+    CHECK_EQ(lft_load(&closer.closes), 1);
     CHECK_EQ(lft_load(&fc_on_runner), 1); /* a thread of lf_reactor_run, not liburcu's */
     CHECK_EQ(lft_load(&fc_rc_register), 0);
     CHECK_EQ(lft_load(&fc_rc_notify), 0);

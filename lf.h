@@ -82,6 +82,11 @@
  *       followed (it is no longer in the pool). ECANCELED: the pool is shut down.
  *       EINTR: lf_pool_notify(p, f) was called (the caller is not in the pool).
  *       EINVAL: bad arguments, or f already leads or follows.
+ *   int lf_pool_try_lead(lf_pool *p, lf_follower *f)
+ *       lf_pool_lead that never follows: 0 if the slot was vacant (the caller leads
+ *       now), EBUSY if somebody leads (or it is promised to a parked follower); EINTR,
+ *       ECANCELED, EINVAL as lf_pool_lead. For a thread that has something else to
+ *       wait for and would take the leader's work only when nobody does it.
  *   int lf_pool_promote(lf_pool *p, lf_follower *f)
  *       The leader f hands leadership to the next follower in policy order and becomes
  *       a processing thread. With no follower waiting the slot is left vacant (counted
@@ -1010,8 +1015,9 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
 #endif
 }
 
+/* try: do not follow; EBUSY if the slot is taken (or promised to a follower). */
 static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
-                           const struct timespec *deadline)
+                           const struct timespec *deadline, int try_only)
 {
     if (!lf__args_ok(p, f) || !lf__deadline_ok(deadline))
         return EINVAL;
@@ -1046,13 +1052,24 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
         pthread_mutex_unlock(&p->lf__lock);
         return 0;
     }
+    if (try_only) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EBUSY;
+    }
     return lf__follow(p, f, deadline);
 }
 
 /* Contract: any thread with its own follower record. Blocks. */
 static inline int lf_pool_lead(lf_pool *p, lf_follower *f, const struct timespec *deadline)
 {
-    return lf__lead(p, f, NULL, deadline);
+    return lf__lead(p, f, NULL, deadline, 0);
+}
+
+/* Contract: any thread with its own follower record. Never blocks (the pool lock
+ * only): lead if the slot is vacant, else EBUSY at once. */
+static inline int lf_pool_try_lead(lf_pool *p, lf_follower *f)
+{
+    return lf__lead(p, f, NULL, NULL, 1);
 }
 
 /* Contract: the leader only (EPERM otherwise). Never blocks. */
@@ -1187,7 +1204,7 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
     p->lf__joined++;
     pthread_mutex_unlock(&p->lf__lock);
 
-    while ((rc = lf__lead(p, f, s, deadline)) == 0) {
+    while ((rc = lf__lead(p, f, s, deadline, 0)) == 0) {
         lf_event ev;
         do {
             /* the pool lock ordered this against lf_pool_shutdown: either lf__lead saw

@@ -40,41 +40,62 @@
  *                         (default 16384). One read takes as many frames as it holds.
  *   LF_BOUND_HEADER_MAX   largest header_len accepted (default 64).
  *   LF_BOUND_BUCKETS      heads of the id -> context hash (default 256, a power of 2).
+ *   LF_BOUND_READS_PER_EVENT  hybrid: reads per dispatch of the connection before
+ *                         the reactor gets the thread back (default 4).
  *   LF_BOUND_REACTOR      defined: include lf_reactor.h and offer lf_bound_attach.
  *                         (Also offered when lf_reactor.h was included before.)
  *
  * FRAMES AND HOOKS (struct lf_bound_hooks, copied by lf_bound_init)
+ *   A frame is a header that names the request id and the body's length, then the
+ *   body. Either the header has a fixed length:
  *   header_len     every frame starts with exactly this many header bytes.
  *   parse_header(user, hdr, &id, &body_len)
  *       0: a reply for request id with body_len body bytes after the header.
  *       ENOMSG: a frame nobody waits for (a heartbeat, say): its body is skipped.
  *       anything else: the stream is malformed; the connection fails with EPROTO.
+ *   or it does not (varints, text lines):
+ *   frame_header(user, bytes, avail, &header_len, &id, &body_len)   (set: used
+ *       instead of the two above) shown the avail bytes received so far (at least 1).
+ *       0 or ENOMSG as parse_header, with *header_len set (1..avail); EAGAIN: the
+ *       header is not all there yet, call again with more (a header longer than
+ *       LF_BOUND_HEADER_MAX fails the connection); anything else: EPROTO.
  *   read_body(user, ctx, bytes, n, offset)      (may be NULL: copy to ctx->buf)
  *       Place n body bytes, starting at body offset `offset`, into the context (decode,
- *       scatter, ...). 0, or non-zero: that context fails with EPROTO and the rest of
+ *       scatter, ...). 0, or non-zero: that context fails with EBADMSG and the rest of
  *       the body is skipped. Runs under the bound's lock: keep it short, never call
  *       lf_bound_* from it.
- *   max_body       a body_len above this fails the connection with EPROTO (0: none).
+ *   max_body       a body_len above this, in any frame (skipped ones too), fails the
+ *                  connection with EPROTO (0: no limit).
  *   flags          LF_BOUND_STRICT: a reply whose id nobody waits for fails the
  *                  connection with EPROTO instead of being skipped and counted. Only
  *                  for protocols that never time requests out (a late reply after a
  *                  timeout is, by design, a reply nobody waits for).
  *   user           passed to the hooks.
  *
- * RESULTS of lf_bound_join (and lf_bound_call)
+ * RESULTS of lf_bound_join (and lf_bound_call); each means one thing
  *   0           the reply is in the context: c->len bytes (the body length).
  *   ETIMEDOUT   the deadline passed first. The context is withdrawn: a reply that
  *               arrives later is skipped and counted in stats.stray, never written
  *               into the context (which may already hold the next request).
- *   ECANCELED   lf_bound_cancel(b, c) from any thread, or lf_bound_shutdown.
- *   ECONNRESET  the connection closed (EOF) or failed (read or send error): every
- *               waiter wakes with it, none hangs, and later calls return it too.
- *   EPROTO      a malformed frame failed the connection (as ECONNRESET, every waiter
- *               gets it), or this context's reply did not fit c->cap or read_body
- *               refused it (then only this context fails; the frame is skipped).
+ *   ECANCELED   lf_bound_cancel(b, c) from any thread, or lf_bound_shutdown (hybrid:
+ *               also lf_reactor_stop).
+ *   ECONNRESET  the connection ended (EOF, or a read error) before this reply came.
+ *               Every reply that arrived before the end is delivered; the waiters
+ *               still waiting then get ECONNRESET, and later calls too.
+ *   EPROTO      the byte stream is malformed (a header parse_header refused, a body
+ *               above max_body, under LF_BOUND_STRICT a reply nobody waits for): the
+ *               connection failed; every waiter still waiting gets it, later calls too.
+ *   EMSGSIZE    this reply is longer than c->cap: c->len says how long (retry with a
+ *               buffer that size); its body was skipped; the connection goes on.
+ *   EBADMSG     read_body refused this reply; its body was skipped; the connection
+ *               goes on.
+ *   EPIPE       (lf_bound_call) the request could not be sent: see lf_bound_send.
+ *   EINVAL      (lf_bound_join) a malformed deadline (or c not in flight); c is free
+ *               again either way (a reply already in is returned instead).
  *   A leader whose deadline passes hands leadership to the next follower before it
- *   returns: leadership is never lost, and a waiter never sleeps while its reply sits
- *   unread (the next leader reads what is buffered before it waits again).
+ *   returns, also while frames keep coming for others (it looks between reads):
+ *   leadership is never lost, and a waiter never sleeps while its reply sits unread
+ *   (the next leader reads what is buffered before it waits again).
  *
  * FUNCTIONS (all thread-safe; errors are errno values; EINVAL from every call on a
  * bound that is not initialised: zeroed, garbage, destroyed, or made in a file with
@@ -92,18 +113,26 @@
  *   int lf_bound_expect(b, c, uint64_t id)
  *       Register c for the reply to id, BEFORE sending the request (a fast server may
  *       answer before lf_bound_join is reached). EEXIST id already in flight, EBUSY c
- *       already in flight, ECONNRESET/EPROTO after the connection failed, ECANCELED
- *       after shutdown.
+ *       already in flight, ECONNRESET/EPROTO after the connection failed, EPIPE after
+ *       a send failed, ECANCELED after shutdown.
  *   int lf_bound_send(b, const void *data, size_t len)
- *       Write one whole request: sends from many threads never interleave. A write
- *       error fails the connection (ECONNRESET). Blocks while the socket is full,
- *       until there is room or the connection fails or is shut down (noticed within
- *       50 ms). After a failure or shutdown it returns that error at once.
+ *   int lf_bound_send_until(b, const void *data, size_t len, deadline)
+ *       Write one whole request: sends from many threads never interleave. While the
+ *       socket is full the sender waits for room, and reads: if replies are waiting
+ *       and no thread leads, it leads for a moment and hands them out (hybrid: it
+ *       turns the reactor), so a peer that blocks until its replies are read cannot
+ *       dead-lock senders that all wait for room. 0: written whole. EPIPE: the write
+ *       failed; every later send and expect says EPIPE; requests sent before it stand
+ *       (their replies still come, until the read side ends: ECONNRESET). ETIMEDOUT
+ *       (send_until): the deadline passed; if part of the request was written, the
+ *       stream cannot carry another one and later sends say EPIPE. ECONNRESET,
+ *       EPROTO, ECANCELED: the connection ended, failed or was shut down (noticed
+ *       within 50 ms while waiting for room).
  *   int lf_bound_join(b, c, const struct timespec *deadline)    results above.
  *       EINVAL if c is not in flight. Returns with c free for the next expect.
  *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
- *       expect + send + join. If the send fails, c is collected and the send's error
- *       returned.
+ *       expect + send_until + join, the deadline covering the send too. If the send
+ *       fails (EPIPE, ETIMEDOUT, ...), c is collected and the send's error returned.
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
  *       is not waiting (not expected, or its result is already in).
  *   int lf_bound_shutdown(b)                   every waiter returns ECANCELED, a
@@ -112,8 +141,10 @@
  *       Replies still on the socket may be read and counted as stray.
  *   int lf_bound_stats(b, struct lf_bound_stats *out)
  *       replies (handed_off to another thread + own, read by the waiter itself as
- *       leader), stray, skipped, refused, timeouts, cancels, reads; in_flight and
- *       failed now; the waiters' pool (promotions = leadership hand-offs).
+ *       leader), stray, skipped, refused, send_failures, timeouts, cancels, reads;
+ *       in_flight, failed (the read side) and send_failed now; the waiters' pool
+ *       (promotions = leadership hand-offs; hybrid: the reactor's pool, which the
+ *       waiters share with its threads).
  *   int lf_bound_attach(b, lf_reactor *r)            (hybrid only)
  *       Before any thread uses b. r: initialised, not LF_REACTOR_CONCURRENT, not in a
  *       group (ENOTSUP). EBUSY attached already; or what lf_reactor_register says.
@@ -197,6 +228,9 @@
 #ifndef LF_BOUND_BUCKETS
 #define LF_BOUND_BUCKETS 256 /* a power of two */
 #endif
+#ifndef LF_BOUND_READS_PER_EVENT
+#define LF_BOUND_READS_PER_EVENT 4 /* hybrid: reads per dispatch of the connection */
+#endif
 #if LF_BOUND_RXBUF < 2 * LF_BOUND_HEADER_MAX
 #error "lf_bound.h: LF_BOUND_RXBUF must hold at least two headers (2 * LF_BOUND_HEADER_MAX)"
 #endif
@@ -215,6 +249,8 @@ typedef struct LF__CFG(lf_bound_ctx) lf_bound_ctx;
 struct lf_bound_hooks {
     size_t header_len;
     int (*parse_header)(void *user, const unsigned char *hdr, uint64_t *id, size_t *body_len);
+    int (*frame_header)(void *user, const unsigned char *bytes, size_t avail, size_t *header_len,
+                        uint64_t *id, size_t *body_len);
     int (*read_body)(void *user, lf_bound_ctx *c, const unsigned char *bytes, size_t n,
                      size_t offset);
     size_t max_body;
@@ -229,12 +265,15 @@ struct lf_bound_stats {
     unsigned long long stray;      /* replies nobody waited for (late or unknown): skipped */
     unsigned long long skipped;    /* frames parse_header said to skip (ENOMSG) */
     unsigned long long refused;    /* replies too long for c->cap or refused by read_body */
+    unsigned long long send_failures; /* sends that failed (EPIPE) or timed out part-way */
     unsigned long long timeouts;   /* joins ended by their deadline, context withdrawn */
     unsigned long long cancels;    /* contexts ended by lf_bound_cancel */
     unsigned long long reads;      /* read() calls that returned data */
     unsigned in_flight;            /* contexts expected and not yet joined, now */
-    int failed;                    /* 0, or why the connection failed */
-    struct lf_pool_stats pool;     /* promotions: leadership passed between waiters */
+    int failed;                    /* 0, or why the connection failed (its read side) */
+    int send_failed;               /* 0, or EPIPE: its write side failed */
+    struct lf_pool_stats pool;     /* promotions: leadership passed between waiters (hybrid:
+                                    * the reactor's pool, which they share with its threads) */
 };
 
 enum { LF__BC_IDLE = 0, LF__BC_WAITING, LF__BC_RECEIVING, LF__BC_DONE };
@@ -266,7 +305,11 @@ struct LF__CFG(lf_bound) {
     int lf__fd;
     int lf__wake[2];          /* eventfd (both the same) or a pipe: wakes a polling leader */
     pthread_mutex_t lf__lock; /* the map, context states, lf__cur, counters, lf__failed */
-    pthread_mutex_t lf__send; /* one request on the wire at a time */
+    pthread_mutex_t lf__send; /* lf__sending, lf__send_failed */
+    pthread_cond_t lf__send_cv; /* a sender waits here for its turn (CLOCK_MONOTONIC) */
+    int lf__sending;          /* one request on the wire at a time */
+    LF__ATOMIC(int) lf__send_failed; /* 0, or EPIPE: no request can go out any more */
+    int (*lf__poolstats)(lf_bound *b, struct lf_pool_stats *out); /* the waiters' pool */
     lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
     lf_bound_ctx *lf__cur;    /* the context the frame being read is for, or NULL */
     int lf__failed;           /* 0, or the error every call returns from now on */
@@ -346,6 +389,11 @@ static inline void lf__bound_wake_bare(lf_bound *b, lf_bound_ctx *c)
         lf__bound_kick(b);
 }
 
+static inline int lf__bound_poolstats_bare(lf_bound *b, struct lf_pool_stats *out)
+{
+    return lf_pool_stats(&b->pool, out);
+}
+
 /* Wake c's thread (lock held). */
 static inline void lf__bound_wake(lf_bound *b, lf_bound_ctx *c)
 {
@@ -406,18 +454,29 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
 
         if (!b->lf__in_body) {
             uint64_t id = 0;
-            size_t len = 0;
+            size_t len = 0, hlen = k->header_len;
             int rc;
-            if (avail < k->header_len)
-                return 0;
-            rc = k->parse_header(k->user, at, &id, &len);
-            b->lf__rx_start += k->header_len;
-            if (rc == 0 && k->max_body && len > k->max_body)
+            if (k->frame_header) { /* the protocol's headers vary in length */
+                if (avail == 0)
+                    return 0;
+                rc = k->frame_header(k->user, at, avail, &hlen, &id, &len);
+                if (rc == EAGAIN && avail < LF_BOUND_HEADER_MAX)
+                    return 0; /* more bytes first (fill keeps room for a whole header) */
+                if ((rc == 0 || rc == ENOMSG) && (hlen == 0 || hlen > avail))
+                    rc = EPROTO; /* a header that is not in what it was shown */
+            } else {
+                if (avail < hlen)
+                    return 0;
+                rc = k->parse_header(k->user, at, &id, &len);
+            }
+            /* max_body holds for skipped frames too: a header may claim any length */
+            if ((rc == 0 || rc == ENOMSG) && k->max_body && len > k->max_body)
                 rc = EPROTO;
             if (rc != 0 && rc != ENOMSG) {
                 lf__bound_fail(b, EPROTO, self);
                 return EPROTO;
             }
+            b->lf__rx_start += hlen;
             pthread_mutex_lock(&b->lf__lock);
             if (rc == ENOMSG) {
                 b->lf__stats.skipped++;
@@ -435,8 +494,10 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
                     lf__bmap_remove(c);
                     c->lf__state = LF__BC_RECEIVING;
                     if (len > c->cap) {
+                        /* EMSGSIZE, with the size it needs: the caller may retry */
                         b->lf__stats.refused++;
-                        lf__bound_finish(b, c, EPROTO, c != self);
+                        c->len = len;
+                        lf__bound_finish(b, c, EMSGSIZE, c != self);
                     } else {
                         b->lf__cur = c;
                     }
@@ -464,7 +525,7 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
                 memcpy((char *)c->buf + b->lf__body_off, at, n);
             if (bad) {
                 b->lf__stats.refused++;
-                lf__bound_finish(b, c, EPROTO, c != self);
+                lf__bound_finish(b, c, EBADMSG, c != self);
                 b->lf__cur = c = NULL;
             }
         }
@@ -555,14 +616,15 @@ static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct t
         pthread_mutex_unlock(&b->lf__lock);
         if (done)
             return 0;
+        /* looked at between reads too: a stream that never stops (a flood of frames
+         * for others) must not keep a leader past its deadline */
+        if ((ms = lf__bound_ms_until(deadline)) == 0)
+            return ETIMEDOUT;
         if ((got = lf__bound_fill(b, self)) < 0)
             return 0;
         if (got > 0)
             continue;
         /* nothing buffered: wait for the connection, a kick, or the deadline */
-        ms = lf__bound_ms_until(deadline);
-        if (ms == 0)
-            return ETIMEDOUT;
         pfd[0].fd = b->lf__fd;
         pfd[0].events = POLLIN;
         pfd[1].fd = b->lf__wake[0];
@@ -603,8 +665,9 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
 {
     int rc, fl;
 
-    if (b == NULL || hooks == NULL || hooks->parse_header == NULL || hooks->header_len == 0 ||
-        hooks->header_len > LF_BOUND_HEADER_MAX)
+    if (b == NULL || hooks == NULL ||
+        (hooks->frame_header == NULL && (hooks->parse_header == NULL || hooks->header_len == 0 ||
+                                         hooks->header_len > LF_BOUND_HEADER_MAX)))
         return EINVAL;
     if (fd < 0 || (fl = fcntl(fd, F_GETFL)) < 0)
         return fd < 0 ? EINVAL : EBADF;
@@ -625,7 +688,9 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
         free(b->lf__map);
         return rc;
     }
-    if ((rc = lf_pool_init(&b->pool)) != 0) {
+    if ((rc = lf_pool_init(&b->pool)) != 0 || (rc = lf__cond_init_monotonic(&b->lf__send_cv)) != 0) {
+        if (rc == 0)
+            lf_pool_destroy(&b->pool);
         close(b->lf__wake[0]);
         if (b->lf__wake[1] != b->lf__wake[0])
             close(b->lf__wake[1]);
@@ -634,6 +699,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     }
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     b->lf__wakeup = lf__bound_wake_bare;
+    b->lf__poolstats = lf__bound_poolstats_bare;
     b->lf__hooks = *hooks;
     b->lf__fd = fd;
     pthread_mutex_init(&b->lf__lock, NULL);
@@ -668,6 +734,7 @@ static inline int lf_bound_destroy(lf_bound *b)
     b->lf__map = NULL;
     pthread_mutex_destroy(&b->lf__lock);
     pthread_mutex_destroy(&b->lf__send);
+    pthread_cond_destroy(&b->lf__send_cv);
     return 0;
 }
 
@@ -697,6 +764,8 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
     pthread_mutex_lock(&b->lf__lock);
     if (b->lf__failed)
         rc = b->lf__failed;
+    else if (lf__load(&b->lf__send_failed, relaxed))
+        rc = EPIPE; /* no request can go out: nothing to expect */
     else if (c->lf__state != LF__BC_IDLE)
         rc = EBUSY;
     else if (lf__bmap_find(b, id) != NULL || (b->lf__cur && b->lf__cur->id == id))
@@ -712,49 +781,142 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
     return rc;
 }
 
-/* Contract: any thread. One whole request, never interleaved with another. */
-static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
+/* The send token: one request on the wire at a time, waited for up to the deadline
+ * (a condition variable on CLOCK_MONOTONIC, as our deadlines are). */
+static inline int lf__bound_send_begin(lf_bound *b, const struct timespec *deadline)
+{
+    int rc = 0;
+    pthread_mutex_lock(&b->lf__send);
+    while (b->lf__sending && rc == 0)
+        rc = deadline ? pthread_cond_timedwait(&b->lf__send_cv, &b->lf__send, deadline)
+                      : pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
+    if (rc == 0)
+        b->lf__sending = 1;
+    pthread_mutex_unlock(&b->lf__send);
+    return rc;
+}
+
+/* failed: EPIPE, the write side is broken for good (later sends say so at once). */
+static inline void lf__bound_send_end(lf_bound *b, int failed)
+{
+    pthread_mutex_lock(&b->lf__send);
+    b->lf__sending = 0;
+    if (failed)
+        lf__store(&b->lf__send_failed, failed, relaxed);
+    pthread_cond_signal(&b->lf__send_cv);
+    pthread_mutex_unlock(&b->lf__send);
+    if (failed) {
+        pthread_mutex_lock(&b->lf__lock);
+        b->lf__stats.send_failures++;
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+}
+
+static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *self_ready);
+
+/* The socket is full. Wait for room until the deadline, looking at the connection's
+ * state every 50 ms (a shutdown or a failure ends a send the peer never drains).
+ * And read: a peer that writes replies until we read them stops reading our
+ * requests meanwhile, so a sender that waited for room while nobody read would wait
+ * for good (every client thread inside a send, the server blocked on its replies).
+ * Bare: if replies are waiting and nobody leads, the sender leads for a moment and
+ * hands them out; hybrid: it turns the reactor, which reads them. */
+static inline int lf__bound_room(lf_bound *b, lf_follower *self, int *self_ready,
+                                 const struct timespec *deadline)
+{
+    struct pollfd pfd;
+    int ms = lf__bound_ms_until(deadline);
+    if (ms == 0)
+        return ETIMEDOUT;
+    if (b->lf__r)
+        return lf__bound_room_hybrid(b, self, self_ready);
+    if (ms < 0 || ms > 50)
+        ms = 50;
+    pfd.fd = b->lf__fd;
+    pfd.events = POLLOUT | POLLIN;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, ms) <= 0 || (pfd.revents & POLLOUT) || !(pfd.revents & POLLIN))
+        return 0;
+    if (!*self_ready) {
+        if (lf_follower_init(self, 0) != 0)
+            return 0;
+        *self_ready = 1;
+    }
+    if (lf_pool_try_lead(&b->pool, self) == 0) {
+        /* the leader's work, bounded: what is there, then back to our send */
+        for (int i = 0; i < 16; i++)
+            if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
+                break;
+        (void)lf__bound_consume(b, NULL, 0);
+        lf_pool_leave(&b->pool, self); /* to the next follower, in policy order */
+    } else {
+        pfd.events = POLLOUT; /* a leader reads them: give it a moment */
+        pfd.revents = 0;
+        (void)poll(&pfd, 1, 1);
+    }
+    return 0;
+}
+
+static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
+                                 const struct timespec *deadline)
 {
     const char *p = (const char *)data;
-    int rc = 0;
-    if (!lf__bound_ok(b) || (data == NULL && len))
+    size_t left = len;
+    lf_follower self;
+    int self_ready = 0, rc = 0, broken = 0;
+
+    if (!lf__bound_ok(b) || (data == NULL && len) || !lf__deadline_ok(deadline))
         return EINVAL;
-    pthread_mutex_lock(&b->lf__send);
-    while (len) {
+    if ((rc = lf__bound_send_begin(b, deadline)) != 0)
+        return rc; /* ETIMEDOUT: nothing of it was written */
+    while (left) {
         ssize_t n;
         /* before each write, never after the last: a request written whole went out,
          * and a failure that comes after it is its join's to report (the reply may
-         * even be in already; saying ECONNRESET here would lose it) */
+         * even be in already) */
         pthread_mutex_lock(&b->lf__lock);
-        rc = b->lf__failed;
+        rc = b->lf__failed; /* the read side ended: nobody would read the reply */
         pthread_mutex_unlock(&b->lf__lock);
-        if (rc)
+        if (rc || (rc = lf__load(&b->lf__send_failed, relaxed)) != 0)
             break;
-        n = send(b->lf__fd, p, len, MSG_NOSIGNAL);
+        n = send(b->lf__fd, p, left, MSG_NOSIGNAL);
         if (n < 0 && errno == ENOTSOCK)
-            n = write(b->lf__fd, p, len); /* a pipe: the caller handles SIGPIPE */
+            n = write(b->lf__fd, p, left); /* a pipe: the caller handles SIGPIPE */
         if (n > 0) {
             p += n;
-            len -= (size_t)n;
+            left -= (size_t)n;
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && LF__AGAIN(errno)) {
-            /* full: wait for room, looking at lf__failed every 50 ms, so that a
-             * shutdown or a failure also ends a send the server never drains */
-            struct pollfd pfd;
-            pfd.fd = b->lf__fd;
-            pfd.events = POLLOUT;
-            pfd.revents = 0;
-            (void)poll(&pfd, 1, 50);
+            if ((rc = lf__bound_room(b, &self, &self_ready, deadline)) != 0)
+                break; /* ETIMEDOUT */
         } else {
-            rc = ECONNRESET;
+            rc = EPIPE; /* the write side failed; what was sent before stands */
+            broken = 1;
             break;
         }
     }
-    pthread_mutex_unlock(&b->lf__send);
-    if (rc == ECONNRESET)
-        lf__bound_fail(b, ECONNRESET, NULL);
+    /* a request cut in the middle leaves the stream unreadable for the peer: nothing
+     * may follow it */
+    if (rc && left > 0 && left < len)
+        broken = 1;
+    lf__bound_send_end(b, broken ? EPIPE : 0);
+    if (self_ready)
+        lf_follower_destroy(&self);
     return rc;
+}
+
+/* Contract: any thread. One whole request, never interleaved with another. */
+static inline int lf_bound_send(lf_bound *b, const void *data, size_t len)
+{
+    return lf__bound_send(b, data, len, NULL);
+}
+
+/* Contract: any thread. lf_bound_send with a deadline (ETIMEDOUT). */
+static inline int lf_bound_send_until(lf_bound *b, const void *data, size_t len,
+                                      const struct timespec *deadline)
+{
+    return lf__bound_send(b, data, len, deadline);
 }
 
 static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
@@ -776,6 +938,18 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
 {
     if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
+    if (!lf__deadline_ok(deadline)) {
+        /* a malformed deadline: c is given up (EINVAL), unless its result is in
+         * already, which is returned; either way c is free again */
+        int rc = EINVAL;
+        pthread_mutex_lock(&b->lf__lock);
+        if (c->lf__state != LF__BC_IDLE) {
+            lf__bound_withdraw_locked(b, c, EINVAL);
+            lf__bound_collect(b, c, &rc);
+        }
+        pthread_mutex_unlock(&b->lf__lock);
+        return rc;
+    }
     if (b->lf__r)
         return lf__bound_join_reactor(b, c, deadline);
     for (;;) {
@@ -827,10 +1001,12 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
 static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
                                 size_t len, const struct timespec *deadline)
 {
-    int rc = lf_bound_expect(b, c, id);
-    if (rc)
+    int rc;
+    if (!lf__deadline_ok(deadline))
+        return EINVAL;
+    if ((rc = lf_bound_expect(b, c, id)) != 0)
         return rc;
-    if ((rc = lf_bound_send(b, req, len)) != 0) {
+    if ((rc = lf__bound_send(b, req, len, deadline)) != 0) {
         /* nothing to wait for: withdraw the context (not counted as a cancel; a
          * connection failure may have completed it already) and collect it */
         pthread_mutex_lock(&b->lf__lock);
@@ -863,8 +1039,9 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
     *out = b->lf__stats;
     out->in_flight = b->lf__in_flight;
     out->failed = b->lf__failed;
+    out->send_failed = lf__load(&b->lf__send_failed, relaxed);
     pthread_mutex_unlock(&b->lf__lock);
-    return lf_pool_stats(&b->pool, &out->pool);
+    return b->lf__poolstats(b, &out->pool);
 }
 LF__STATS_NAME_END
 
@@ -913,6 +1090,40 @@ static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
     (void)lf_reactor_wake((lf_reactor *)b->lf__r, &c->lf__f);
 }
 
+/* hybrid: the waiters park in the reactor's pool, shared with its other threads */
+static inline int lf__bound_poolstats_reactor(lf_bound *b, struct lf_pool_stats *out)
+{
+    struct lf_reactor_stats rs;
+    int rc = lf_reactor_stats((lf_reactor *)b->lf__r, &rs);
+    *out = rs.pool;
+    return rc;
+}
+
+/* A sender waiting for room (see lf__bound_room): a short wait for it, then one turn
+ * of the reactor that blocks for nothing, so the connection's replies are read (by
+ * us, or by whoever the turn goes to) while every thread may be sending. */
+static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *self_ready)
+{
+    struct pollfd pfd;
+    struct timespec now;
+    int rc;
+    pfd.fd = b->lf__fd;
+    pfd.events = POLLOUT;
+    pfd.revents = 0;
+    if (poll(&pfd, 1, 5) > 0 && (pfd.revents & POLLOUT))
+        return 0;
+    if (!*self_ready) {
+        if (lf_follower_init(self, 0) != 0)
+            return 0;
+        *self_ready = 1;
+    }
+    lf_deadline_in(&now, 0);
+    rc = lf_reactor_turn((lf_reactor *)b->lf__r, self, &now);
+    if (rc == ECANCELED) /* the reactor stopped: nobody reads the connection any more */
+        lf__bound_fail(b, ECANCELED, NULL);
+    return 0;
+}
+
 /* The connection is readable: read what is there and deliver every reply. One
  * thread at a time (the reactor's promise), so the receive state needs no lock. */
 static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
@@ -925,11 +1136,16 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
     pthread_mutex_lock(&a->lock);
     if ((b = a->b) == NULL)
         rc = LF_REMOVE; /* lf_bound_destroy is removing us */
-    while (b != NULL) {
+    /* a bounded amount of work per dispatch: a connection that never stops sending
+     * must not pin a reactor thread (the handle is level-triggered and one-shot, so
+     * what is left brings the next dispatch at once, after everybody else's turn) */
+    for (int reads = 0; b != NULL; reads++) {
         if (lf__bound_consume(b, (lf_bound_ctx *)lf__bound_self, 0) != 0) {
             rc = LF_REMOVE; /* failed: every waiter has its error */
             break;
         }
+        if (reads == LF_BOUND_READS_PER_EVENT)
+            break; /* LF_KEEP */
         switch (lf__bound_fill(b, (lf_bound_ctx *)lf__bound_self)) {
         case 1:
             continue;
@@ -1000,6 +1216,7 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
     b->lf__r = r;
     b->lf__att = a;
     b->lf__wakeup = lf__bound_wake_reactor;
+    b->lf__poolstats = lf__bound_poolstats_reactor;
     return 0;
 }
 
@@ -1025,7 +1242,12 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
         }
         pthread_mutex_unlock(&b->lf__lock);
 
-        rc = lf_reactor_turn(r, &c->lf__f, deadline); /* maybe our reply, maybe a request */
+        /* our deadline, between turns too: a connection that keeps the turns coming
+         * (a flood of frames for others) must not keep us past it */
+        if (lf__bound_ms_until(deadline) == 0)
+            rc = ETIMEDOUT;
+        else
+            rc = lf_reactor_turn(r, &c->lf__f, deadline); /* our reply, or someone's request */
         if (rc == ECANCELED) {
             /* lf_reactor_stop is final, and the reactor was this connection's only
              * reader: the bound is finished, as after lf_bound_shutdown (every waiter
@@ -1060,6 +1282,14 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
 static inline void lf__bound_detach(lf_bound *b)
 {
     (void)b;
+}
+
+static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *self_ready)
+{
+    (void)b;
+    (void)self;
+    (void)self_ready;
+    return 0; /* unreachable: only lf_bound_attach sets lf__r */
 }
 
 #endif

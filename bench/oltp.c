@@ -692,7 +692,7 @@ static int backend_main(int argc, char **argv)
  * store publishes the new one. (An RCU-like epoch in one counter per slot, with a
  * writer that waits instead of deferring.) The wait is short: the bound has failed,
  * so every call on it returns at once (join wakes with ECONNRESET, expect and send
- * refuse), except a call whose thread is inside a nested upcall: it returns when the
+ * refuse, with EPIPE when its write side broke), except a call whose thread is inside a nested upcall: it returns when the
  * inner call does, within that one's deadline. Without -R slots stay MUX_LIVE and
  * calls neither pin nor unpin: the benchmark's path is the same as before. */
 enum { MUX_LIVE, MUX_RETIRING, MUX_CLOSED };
@@ -857,7 +857,9 @@ static int fe_forward(const unsigned char *req, unsigned char *reply)
     if (rc == 0 && ctx.len != WIRE_SIZE)
         rc = EPROTO;
     lf_bound_ctx_destroy(&ctx);
-    if (rc == ECONNRESET || rc == EPROTO) /* max_body = cap: a bad length fails it whole */
+    /* the connection is finished: ended, corrupt (max_body = cap: a bad length fails it
+     * whole) or unable to carry another request */
+    if (rc == ECONNRESET || rc == EPROTO || rc == EPIPE)
         atomic_store_explicit(&m->dead, 1, RELAXED);
     fe_mux_put(m);
     if (rc == 0) {
@@ -868,7 +870,7 @@ static int fe_forward(const unsigned char *req, unsigned char *reply)
         count(&fe.f_timeout);
         return NOTE_TIMEOUT;
     }
-    if (rc == ECONNRESET || rc == EPROTO) {
+    if (rc == ECONNRESET || rc == EPROTO || rc == EPIPE) {
         count(&fe.f_reset);
         return NOTE_RESET;
     }

@@ -21,12 +21,14 @@
  * - EOF on the connection (clean, after half a header, in the middle of a follower's
  *   or of the leader's own body) gives ECONNRESET to every waiter, and to later
  *   expect/send/call; stats.failed says ECONNRESET. A send that fails (the server
- *   hung up before anyone read the EOF) fails the connection the same way, and the
- *   call that sent it collects its context and returns ECONNRESET.
+ *   hung up before anyone read the EOF) says EPIPE, and so do later sends and
+ *   expects; the call that sent it collects its context. The read side is not failed
+ *   by it (t_bound_failure: the replies already on their way are delivered).
  * - A bad magic or a body above max_body gives EPROTO to every waiter still waiting
  *   (a reply delivered just before stays delivered); later expect says EPROTO.
- * - A reply longer than one context's cap, or refused by read_body, fails that
- *   context only (EPROTO, refused 1, nothing written into it); its body is skipped
+ * - A reply longer than one context's cap (EMSGSIZE, and c->len says how long), or
+ *   refused by read_body (EBADMSG), fails that context only (refused 1, nothing
+ *   written into it); its body is skipped
  *   (a frame hidden in it is not parsed) and the connection carries on: the next
  *   replies are delivered, one of them split over two reads (read_body's offset).
  * - parse_header's ENOMSG skips a heartbeat and its body (skipped); LF_BOUND_STRICT
@@ -611,8 +613,9 @@ static void connection_closed(int how)
     conn_close(&k);
 }
 
-/* The server hangs up while nobody reads: the call's send fails (EPIPE), which fails
- * the connection with ECONNRESET; the call collects its context and says so. */
+/* The server hangs up while nobody reads: the call's send fails, which breaks the
+ * write side (EPIPE, for later sends and expects too); the call collects its context
+ * and says so. The read side is not failed by it: its EOF is the next reader's. */
 static void send_fails_connection(void)
 {
     struct lf_bound_hooks h;
@@ -629,14 +632,16 @@ static void send_fails_connection(void)
     k.srv = -1;
     CHECK_EQ(lf_bound_ctx_init(&x, buf, sizeof buf, 0), 0);
     n = frame(req, MAGIC, 1, 4, (const unsigned char *)"ping");
-    CHECK_EQ(lf_bound_call(&k.b, &x, 1, req, n, NULL), ECONNRESET);
+    CHECK_EQ(lf_bound_call(&k.b, &x, 1, req, n, NULL), EPIPE);
     s = bst(&k.b);
-    CHECK_EQ(s.failed, ECONNRESET);
+    CHECK_EQ(s.send_failed, EPIPE);
+    CHECK_EQ(s.send_failures, 1ULL);
+    CHECK_EQ(s.failed, 0);
     CHECK_EQ(s.in_flight, 0u);
     CHECK_EQ(s.cancels, 0ULL); /* the failure completed the context, not a cancel */
     CHECK_EQ(lf_bound_join(&k.b, &x, NULL), EINVAL); /* collected by the call */
-    CHECK_EQ(lf_bound_expect(&k.b, &x, 2), ECONNRESET);
-    CHECK_EQ(lf_bound_send(&k.b, req, n), ECONNRESET);
+    CHECK_EQ(lf_bound_expect(&k.b, &x, 2), EPIPE);
+    CHECK_EQ(lf_bound_send(&k.b, req, n), EPIPE);
     lf_bound_ctx_destroy(&x);
     conn_close(&k);
 }
@@ -708,7 +713,9 @@ static void oversize_and_refused(int use_hook)
         body[0] = REFUSE; /* (the hidden frame's magic loses a byte: still junk) */
     send_frame(k.srv, MAGIC, 2, sizeof body, body);
     reply(k.srv, 3, 30);
-    finish(&b, EPROTO);
+    finish(&b, use_hook ? EBADMSG : EMSGSIZE);
+    if (!use_hook)
+        CHECK_EQ(b.c.len, sizeof body); /* the size it would need */
     finish(&c, 0);
     check_reply(&c, 30);
     check_untouched(&b); /* refused before a byte was copied */
@@ -1105,7 +1112,7 @@ int main(void)
     shutdown_parked();
     shutdown_under_load();
     printf("t_bound_errors %s/%s: EINVAL/EEXIST/EBUSY/ENOENT, ETIMEDOUT + stray, ECANCELED, "
-           "ECONNRESET x5, EPROTO (magic, max_body, cap, read_body, strict), ENOMSG skip, "
+           "ECONNRESET x5, EPIPE, EPROTO (magic, max_body, strict), EMSGSIZE, EBADMSG, ENOMSG skip, "
            "leader timeout handed on (%d retries), shutdown (%lld calls under load): ok\n",
            lf_promote_name(), lf_sync_name(), leader_timeout_retries, load_calls);
     return 0;

@@ -15,7 +15,7 @@
  *    destroy closes each handler once.
  * C. The bound's connection fails under it: its read fails with ECONNRESET while
  *    three threads wait (every one gets ECONNRESET, none hangs, later calls say so
- *    too); its send fails with EPIPE (the call says ECONNRESET and the context is
+ *    too); its send fails with EPIPE (the call says EPIPE and the context is
  *    free again); its poll gets EINTR every other time (no effect on results). The
  *    connection fails just after a send went out whole: the send says 0 (the request
  *    was written; the soak saw it say ECONNRESET for a request whose reply had come
@@ -429,16 +429,19 @@ static void bound_under_faults(void)
     close(sv[0]);
     close(sv[1]);
 
-    /* the send fails: the call returns ECONNRESET and the context is free again */
+    /* the send fails: the call returns EPIPE and the context is free again; the
+     * write side is broken for good, the read side is not */
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
     CHECK_EQ(lf_bound_init(&B, sv[0], &h), 0);
     lft_put_header(req, MAGIC, 0, 5);
     plan(F_SEND, 1, EPIPE);
-    CHECK_EQ(lf_bound_call(&B, &c, 5, req, sizeof req, NULL), ECONNRESET);
+    CHECK_EQ(lf_bound_call(&B, &c, 5, req, sizeof req, NULL), EPIPE);
     plan_none();
     CHECK_EQ(lf_bound_stats(&B, &st), 0);
     CHECK_EQ(st.in_flight, 0u);
-    CHECK_EQ(st.failed, ECONNRESET);
+    CHECK_EQ(st.send_failed, EPIPE);
+    CHECK_EQ(st.failed, 0);
+    CHECK_EQ(lf_bound_send(&B, req, sizeof req), EPIPE);
     lf_bound_ctx_destroy(&c);
     CHECK_EQ(lf_bound_destroy(&B), 0);
     close(sv[0]);

@@ -4,9 +4,10 @@
  * wait on one connection whose peer writes the input and hangs up; one thread joins
  * them in turn (so it leads, and hands replies to the others' contexts). A small
  * reference parser reads the same bytes frame by frame and says what each context
- * must end with: its reply byte for byte, EPROTO (malformed stream, oversize body,
- * refused body, a stray reply under LF_BOUND_STRICT) or ECONNRESET (the stream
- * ended first). Every join must agree with it, no guard byte may change, the
+ * must end with: its reply byte for byte, EPROTO (malformed stream, a body over
+ * max_body in any frame, a stray reply under LF_BOUND_STRICT), EMSGSIZE (its reply
+ * is longer than its buffer: c->len then says how long), EBADMSG (read_body refused
+ * it) or ECONNRESET (the stream ended first). Every join must agree with it, no guard byte may change, the
  * counters must add up and the bound must destroy cleanly.
  *
  * Input: byte 0 options (bit 0 LF_BOUND_STRICT, bit 1 max_body 48, bit 2 a read_body
@@ -61,8 +62,8 @@ static int refuse_marked(void *user, lf_bound_ctx *c, const unsigned char *bytes
     return 0;
 }
 
-/* What each context must end with. want[k]: 0, EPROTO or ECONNRESET; body[k]/len[k]:
- * its reply (for 0). */
+/* What each context must end with. want[k]: 0, EPROTO, EMSGSIZE, EBADMSG or
+ * ECONNRESET; body[k]/len[k]: its reply (for 0), len[k] also for EMSGSIZE. */
 struct expected {
     int want[NCTX];
     const uint8_t *body[NCTX];
@@ -98,7 +99,7 @@ static void reference(const uint8_t *s, size_t n, int strict, size_t max_body, i
             fail_all(e, waiting, EPROTO);
             return;
         }
-        if (magic == MAGIC && max_body && blen > max_body) {
+        if (max_body && blen > max_body) { /* skipped frames too */
             fail_all(e, waiting, EPROTO);
             return;
         }
@@ -107,9 +108,10 @@ static void reference(const uint8_t *s, size_t n, int strict, size_t max_body, i
             waiting[k] = 0; /* claimed: its result comes from this frame */
             left--;
             if (blen > cap[k]) {
-                e->want[k] = EPROTO; /* refused before a byte is copied */
+                e->want[k] = EMSGSIZE; /* refused before a byte is copied */
+                e->len[k] = blen;
             } else if (hook && blen > 0 && avail > 0 && s[pos] == REFUSE) {
-                e->want[k] = EPROTO;
+                e->want[k] = EBADMSG;
             } else if (avail < blen) {
                 e->want[k] = ECONNRESET; /* the body was cut off */
             } else {
@@ -185,6 +187,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     e.want[k]);
             abort();
         }
+        if (rc == EMSGSIZE)
+            REQUIRE(c[k].len == e.len[k]); /* the size it would need */
         if (rc == 0) {
             REQUIRE(c[k].len == e.len[k]);
             REQUIRE(e.len[k] == 0 || memcmp(buf[k], e.body[k], e.len[k]) == 0);

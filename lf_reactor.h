@@ -1316,9 +1316,12 @@ static inline int lf__arrays_fit(lf_reactor *r, int n)
     return 0;
 }
 
-/* Leader: collect the armed handles with their interest (want[i]). */
-static inline int lf__collect(lf_reactor *r, uint32_t *want)
+/* Leader: collect the armed handles with their interest (r->lf__rev[i], free until
+ * the harvest). The arrays are grown here, to the table read under the lock: a
+ * pointer into them taken before this call may be stale after it. */
+static inline int lf__collect(lf_reactor *r)
 {
+    uint32_t *want;
     lf__table *t;
     int rc;
 
@@ -1328,6 +1331,7 @@ static inline int lf__collect(lf_reactor *r, uint32_t *want)
         lf__read_unlock();
         return rc;
     }
+    want = r->lf__rev;
     r->lf__cn = 0;
     for (int fd = 0; fd < t->n; fd++) {
         lf_handler *h = __atomic_load_n(&t->slot[fd], __ATOMIC_ACQUIRE);
@@ -1389,9 +1393,10 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     if ((rc = lf__arrays_fit(r, lf__table_get(r)->n)) != 0)
         return rc;
     {
-        uint32_t *want = r->lf__rev; /* free until the harvest below */
-        if ((rc = lf__collect(r, want)) != 0)
+        uint32_t *want;
+        if ((rc = lf__collect(r)) != 0)
             return rc;
+        want = r->lf__rev; /* (after the collection: it may have moved them) */
         for (int i = 0; i < r->lf__cn; i++) {
             r->lf__pfd[i].fd = r->lf__cfd[i];
             r->lf__pfd[i].events = (short)(((want[i] & LF_EV_READ) ? POLLIN : 0) |
@@ -1448,9 +1453,9 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
 
     if ((rc = lf__arrays_fit(r, lf__table_get(r)->n)) != 0)
         return rc;
-    want = r->lf__rev; /* free until the harvest below */
-    if ((rc = lf__collect(r, want)) != 0)
+    if ((rc = lf__collect(r)) != 0)
         return rc;
+    want = r->lf__rev; /* (after the collection: it may have moved them) */
     FD_ZERO(&rs);
     FD_ZERO(&ws);
     FD_SET(r->lf__wakefd[0], &rs);

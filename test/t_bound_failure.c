@@ -167,7 +167,7 @@ static void *flooder(void *arg)
     static unsigned char f[HDR * 4096]; /* 64 KiB a write: faster than any reader */
     double t0 = lft_now();
     for (int i = 0; i < 4096; i++)
-        lft_put_header(f + i * HDR, HB_MAGIC, 0, 0);
+        lft_put_header(f + (size_t)i * HDR, HB_MAGIC, 0, 0);
     while (!lft_load(&flood_stop)) {
         if (lft_now() - t0 > 5) {
             lft_store(&flood_capped, 1); /* the leader never let go: the test fails */

@@ -14,7 +14,13 @@
  *    wake-ups (a notification storm), with each drain and each blocking wait
  *    delayed: every thread returns. (v1: a waiter that had looked at the stop flag
  *    drained the stop's wake-up, and the waiters that had looked at it too but were
- *    not in epoll_wait yet slept on for good.) */
+ *    not in epoll_wait yet slept on for good.)
+ * 8. grow_under_collect (poll/select): the handle table grows (a registration of a
+ *    high fd) while a leader is between growing its own arrays for the table it saw
+ *    and collecting the handles (linked with realloc wrapped, to hold it there).
+ *    The collection grows them again; the leader must not go on writing into the
+ *    array it held a pointer to (found by TSan in the lifecycle test: a write into
+ *    freed memory). The handler on the high fd gets its data. */
 #include "../lf_reactor.h"
 #include "lf_test.h"
 
@@ -47,6 +53,8 @@ int __real_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv)
 int __real_poll(struct pollfd *fds, nfds_t n, int ms);
 int __real_epoll_wait(int ep, struct epoll_event *ev, int max, int ms);
 ssize_t __wrap_read(int fd, void *buf, size_t n);
+void *__real_realloc(void *p, size_t n);
+void *__wrap_realloc(void *p, size_t n);
 int __wrap_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv);
 int __wrap_poll(struct pollfd *fds, nfds_t n, int ms);
 int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int ms);
@@ -91,6 +99,21 @@ int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int ms)
     if (us > 0 && ms != 0)
         sleep_us(us);
     return __real_epoll_wait(ep, ev, max, ms);
+}
+/* 8: the next realloc by a reactor thread waits until let go */
+static LFT_ATOMIC(int) grow_hold, grow_held, grow_go;
+static _Thread_local int is_main;
+
+void *__wrap_realloc(void *p, size_t n)
+{
+    int expect = 1;
+    if (!is_main && lft_load(&grow_hold) &&
+        atomic_compare_exchange_strong(&grow_hold, &expect, 0)) {
+        lft_store(&grow_held, 1);
+        while (!lft_load(&grow_go))
+            sleep_us(200);
+    }
+    return __real_realloc(p, n);
 }
 /* NOLINTEND(bugprone-reserved-identifier) */
 
@@ -295,11 +318,70 @@ static void stop_concurrent(void)
 }
 #endif
 
+#if LF_REACTOR_BACKEND != LF_REACTOR_EPOLL
+/* ------------------------------------------------------------------ 8 */
+
+static void grow_under_collect(void)
+{
+    pthread_t t;
+    counted first, high;
+    int c[2], a[2], b[2];
+    const int fd_a = 200, fd_b = 900; /* each one a larger table */
+
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    counted_init(&first);
+    counted_init(&high);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, c) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, a) == 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, b) == 0);
+    CHECK_EQ(dup2(a[0], fd_a), fd_a);
+    CHECK_EQ(dup2(b[0], fd_b), fd_b);
+    close(a[0]);
+    close(b[0]);
+    nonblock(c[0]);
+    nonblock(fd_a);
+    nonblock(fd_b);
+    CHECK_EQ(lf_reactor_register(&r, &first.h, c[0], LF_EV_READ), 0);
+    lft_store(&run_rc, -1);
+    CHECK(pthread_create(&t, NULL, runner, NULL) == 0);
+    CHECK(write(c[1], "k", 1) == 1);
+    AWAIT(lft_load(&first.events) >= 1, "the leader to run");
+    /* a larger table: the leader's next wait grows its arrays, and is held there */
+    lft_store(&grow_held, 0);
+    lft_store(&grow_go, 0);
+    lft_store(&grow_hold, 1);
+    CHECK_EQ(lf_reactor_register(&r, &high.h, fd_a, LF_EV_READ), 0);
+    AWAIT(lft_load(&grow_held), "the leader to grow its arrays");
+    {
+        counted higher;
+        counted_init(&higher);
+        /* a larger table again, while it is held: its collection grows them again */
+        CHECK_EQ(lf_reactor_register(&r, &higher.h, fd_b, LF_EV_READ), 0);
+        lft_store(&grow_go, 1);
+        CHECK(write(b[1], "h", 1) == 1);
+        AWAIT(lft_load(&higher.events) >= 1, "the handler on the high fd");
+        CHECK_EQ(lft_load(&run_rc), -1);
+        CHECK_EQ(lf_reactor_stop(&r), 0);
+        CHECK(pthread_join(t, NULL) == 0);
+        CHECK_EQ(lf_reactor_destroy(&r), 0); /* closes fd_a, fd_b and c[0] */
+    }
+    close(a[1]);
+    close(b[1]);
+    close(c[1]);
+    printf("  8 grow_under_collect: the table grew twice under a leader's collection; "
+           "the high fd's handler was served\n");
+}
+#endif
+
 int main(void)
 {
     lft_start("t_reactor_race", 20);
     printf("t_reactor_race %s/%s:\n", lf_reactor_backend_name(), lf_promote_name());
+    is_main = 1;
     closed_under_wait();
+#if LF_REACTOR_BACKEND != LF_REACTOR_EPOLL
+    grow_under_collect();
+#endif
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     stop_concurrent();
 #endif

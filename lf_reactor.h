@@ -129,6 +129,19 @@
  *       dispatch of h starts any more; one already running goes on (remove does not
  *       wait for it), and handle_close follows it. ENOENT for a handler not registered
  *       here (or already removed).
+ *   int lf_reactor_modify(r, h, events)
+ *       Change h's interest: LF_EV_READ and/or LF_EV_WRITE, or 0 (no I/O events;
+ *       timers and notifications still come). The registration flags (LF_EV_EDGE,
+ *       LF_EV_KEEPFD) stay as registered. From h's own handle_event it costs
+ *       nothing (the re-arm after the dispatch carries it); from another thread it
+ *       is one epoll_ctl (epoll) or wakes a blocked leader (poll/select). A dispatch
+ *       that starts after modify returns never carries READ or WRITE that is no
+ *       longer wanted (LF_EV_CLOSE always comes; with 0, epoll and poll still report
+ *       hang-ups and errors, select does not). The usual use: write what the socket
+ *       takes, keep the rest, ask for WRITE; drop it when the rest is out; drop READ
+ *       while a client's backlog is full (see the README's server). EINVAL: other
+ *       bits, or a signal handler (its interest is its signal set); ENOENT as
+ *       remove; or what epoll_ctl says (the interest is then unchanged).
  *   int lf_reactor_deactivate(r, h) / lf_reactor_reactivate(r, h)
  *       Suspend / resume dispatching of h (events arriving meanwhile are kept and
  *       delivered on reactivation). Called by h's own handle_event, reactivate ends
@@ -144,19 +157,25 @@
  *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
  *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
- *       handler are cancelled by the removal. Times saturate: one that ends past what
+ *       handler are cancelled by the removal. A handler may have any number of
+ *       timers; LF_EV_TIMEOUT says that one of them expired, lf_timer_fired says
+ *       which and how often (see TIMERS). Times saturate: one that ends past what
  *       63 bits of CLOCK_MONOTONIC nanoseconds hold (about the year 2262) never
  *       comes, so LLONG_MAX means "never" (after_ns) or "once" (period_ns). ENOENT,
  *       ECANCELED as notify; EINVAL for a negative time, or a t that is armed in
  *       another reactor (cancel it there first).
  *   int lf_reactor_timer_cancel(r, t)              ENOENT if not armed; EINVAL if
- *       armed in another reactor.
+ *       armed in another reactor. Forgets t's expiries not taken yet.
+ *   unsigned long long lf_timer_fired(lf_timer *t)
+ *       Takes t's expiries since the last call (or since it was started): 0 if none.
+ *       Any thread; usually t's handler on LF_EV_TIMEOUT.
  *   int lf_reactor_run(r, deadline)
  *       Join the calling thread to the reactor's pool until lf_reactor_stop
  *       (ECANCELED) or the deadline (ETIMEDOUT). EBUSY when a group leads r.
  *   int lf_reactor_handle_events(r, deadline)
  *       One turn on the calling thread: wait (as leader) for one event and dispatch
- *       it. 0, ETIMEDOUT, ECANCELED or EBUSY (grouped). A deadline already past
+ *       it. 0 (one handler ran, or one handle_close: a turn never runs more, so there
+ *       is no count to return), ETIMEDOUT, ECANCELED or EBUSY (grouped). A deadline already past
  *       (lf_deadline_in(&d, 0)) polls: the handles are looked at once without
  *       blocking.
  *   int lf_reactor_turn(r, lf_follower *self, deadline)
@@ -176,7 +195,10 @@
  *       spurious EINTR (lf_reactor_run ignores it).
  *   int lf_reactor_stop(r)
  *       Every running thread returns (ECANCELED), now and later: stop is final (make
- *       a new reactor to start again: the pool's followers are released for good).
+ *       a new reactor to start again). It has to be: it may come from a signal
+ *       handler, so it can only set a flag, and a flag that could be cleared again
+ *       would race with the threads that have not seen it yet; the pool's followers
+ *       are released for good for the same reason.
  *       Async-signal-safe: it only stores a flag and writes the wake-up descriptor;
  *       the thread that sees it releases the pool.
  *   int lf_reactor_stats(r, struct lf_reactor_stats *out)
@@ -201,6 +223,7 @@
  *   register(_signal) yes     yes(1)  yes     yes(2)  no      ECANCEL EINVAL
  *   remove            yes     yes     yes     yes     no      yes     EINVAL
  *   (de|re)activate   yes     yes     yes     yes     no      yes     EINVAL
+ *   modify            yes     yes     yes     yes(3)  no      yes     EINVAL
  *   notify            yes     yes     yes     yes     no      ECANCEL EINVAL
  *   timer_start       yes     yes     yes     yes(3)  no      ECANCEL EINVAL
  *   timer_cancel      yes     yes     yes     yes     no      yes     EINVAL
@@ -221,6 +244,23 @@
  *       handlers' events meanwhile; never its own (it holds it). Bound the depth.
  *   What is never allowed: synchronize_rcu, rcu_barrier or lf_reactor_destroy of the
  *   same reactor from a hook (destroy says EBUSY; the others would dead-lock).
+ *
+ * TIMERS
+ *   Each expiry adds to its timer's count and posts LF_EV_TIMEOUT to the handler;
+ *   the handler takes each timer's count with lf_timer_fired. How they coalesce:
+ *     - a periodic timer that fell behind (its handler was busy, or no thread was
+ *       free) fires once for the periods that passed, counted in full, and goes on
+ *       from now (no burst);
+ *     - the TIMEOUTs of several timers, and other events pending, come in one
+ *       dispatch, as any events do while a handler is busy;
+ *     - a restart (timer_start on t) or a cancel forgets t's expiries not taken: a
+ *       TIMEOUT posted before may still come, and lf_timer_fired then says 0 for
+ *       t, so an idle timeout that is pushed back on every request never fires
+ *       late ("stale") without the handler keeping time stamps of its own.
+ *   Timers and notifications go to registered handlers. Work with no descriptor of
+ *   its own (a periodic job, a function to run on the pool) registers an eventfd or
+ *   a pipe's read end with lf_reactor_modify(r, h, 0): nothing ever reports it, the
+ *   table needs no second index, and removal and handle_close work as for any.
  *
  * FORK
  *   fork() followed by exec() needs nothing. A child that goes on without exec may
@@ -441,7 +481,8 @@ struct lf_handler {
     LF__ATOMIC(void *) lf__r; /* an lf_reactor (void: handlers are the same type in
                                * every configuration, the reactor is not) */
     uint32_t lf__gen;  /* tags this registration's events */
-    uint32_t lf__mask; /* LF_EV_READ | LF_EV_WRITE interest, LF_EV_EDGE, LF_EV_KEEPFD */
+    uint32_t lf__mask; /* as registered: interest, LF_EV_EDGE, LF_EV_KEEPFD (fixed) */
+    LF__ATOMIC(uint32_t) lf__want; /* LF_EV_READ | LF_EV_WRITE interest now (modify) */
     int lf__signalfd;  /* readable means LF_EV_SIGNAL */
     LF__ATOMIC(uint32_t) lf__state; /* pending LF_EV_* bits | LF__BUSY | ... */
     lf_handler *lf__qprev, *lf__qnext; /* ready queue links, under lf__qlock */
@@ -459,6 +500,7 @@ struct lf_timer {
     lf_handler *lf__h; /* NULL: not armed */
     lf_timer *lf__prev, *lf__next; /* the handler's timer list */
     LF__ATOMIC(void *) lf__r; /* the lf_reactor it is armed in, NULL: not armed */
+    LF__ATOMIC(unsigned long long) lf__fired; /* expiries not taken yet (lf_timer_fired) */
 };
 
 struct lf_reactor_stats {
@@ -582,6 +624,7 @@ struct LF__CFG(lf_reactor_group) {
 #define LF__ARMED 0x800u     /* poll/select: in the set the leader waits on */
 #define LF__FIRED 0x1000u    /* epoll: the kernel reported it (one-shot: now disarmed) */
 #define LF__GRACE 0x2000u    /* removed, and a grace period has passed since */
+#define LF__DIRTY 0x4000u    /* epoll: interest changed by its own handler: re-arm with it */
 #define LF__PENDING LF_EV_ALL
 /* and in the high half, how many threads are inside handle_event now: the owner, and
  * those that returned LF_RESUMED after lf_reactor_reactivate and are still running */
@@ -1028,6 +1071,14 @@ static inline void lf_timer_init(lf_timer *t)
         memset((void *)t, 0, sizeof *t);
 }
 
+/* Contract: any thread (usually t's handler, on LF_EV_TIMEOUT). Takes the expiries
+ * since the last call or since t was started (0: none, or they were forgotten by a
+ * restart or a cancel). */
+static inline unsigned long long lf_timer_fired(lf_timer *t)
+{
+    return t ? lf__exchange(&t->lf__fired, 0ULL, acq_rel) : 0ULL;
+}
+
 /* lf__tlock held: take t out of the heap and out of its handler's list. */
 static inline void lf__timer_unarm(lf_reactor *r, lf_timer *t)
 {
@@ -1061,15 +1112,20 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
     while ((n = r->lf__theap.root) != NULL && LF__TIMER_OF(n)->lf__when <= now) {
         lf_timer *t = LF__TIMER_OF(n);
         lf_handler *h = t->lf__h;
+        unsigned long long due = 1;
         if (t->lf__period > 0) {
+            /* every period that ended by now counts; the next one starts from now if
+             * we fell behind (skip, do not burst) */
+            due += (unsigned long long)((now - t->lf__when) / t->lf__period);
             lf__heap_remove(&r->lf__theap, n);
             t->lf__when = lf__ns_add(t->lf__when, t->lf__period);
-            if (t->lf__when <= now) /* we fell behind: skip, do not burst */
+            if (t->lf__when <= now)
                 t->lf__when = lf__ns_add(now, t->lf__period);
             lf__timer_insert(r, t);
         } else {
             lf__timer_unarm(r, t);
         }
+        lf__fetch_add(&t->lf__fired, due, release);
         lf__fetch_add(&r->lf__n_timers, 1ULL, relaxed);
         /* h is alive: lf__remove takes its timers out under this lock before the
          * grace period that leads to its close starts */
@@ -1161,18 +1217,35 @@ static inline void lf__be_close(lf_reactor *r)
     close(r->lf__epfd);
 }
 
-static inline int lf__be_ctl(lf_reactor *r, lf_handler *h, int op)
+/* Watch h->fd for its interest now; *used says which (see lf__be_mod). */
+static inline int lf__be_ctl(lf_reactor *r, lf_handler *h, int op, uint32_t *used)
 {
     struct epoll_event e;
+    *used = lf__load(&h->lf__want, seq_cst);
     memset(&e, 0, sizeof e);
-    e.events = lf__to_os(h->lf__mask);
+    e.events = lf__to_os(*used | (h->lf__mask & LF_EV_EDGE));
     e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
     return epoll_ctl(r->lf__epfd, op, h->fd, &e) == 0 ? 0 : errno;
 }
 
 static inline int lf__be_add(lf_reactor *r, lf_handler *h)
 {
-    return lf__be_ctl(r, h, EPOLL_CTL_ADD);
+    uint32_t used;
+    return lf__be_ctl(r, h, EPOLL_CTL_ADD, &used);
+}
+
+/* Re-arm h with its interest. The owner (lf__be_rearm) and lf_reactor_modify from
+ * another thread may both do it at once, each with the interest it read: whoever
+ * finds the interest changed after its own system call does it again, so the last
+ * call the kernel sees carries the last interest stored. */
+static inline int lf__be_mod(lf_reactor *r, lf_handler *h)
+{
+    uint32_t used;
+    int rc;
+    while ((rc = lf__be_ctl(r, h, EPOLL_CTL_MOD, &used)) == 0 &&
+           lf__load(&h->lf__want, seq_cst) != used) {
+    }
+    return rc;
 }
 
 static inline void lf__be_del(lf_reactor *r, lf_handler *h)
@@ -1182,23 +1255,30 @@ static inline void lf__be_del(lf_reactor *r, lf_handler *h)
 
 static inline void lf__be_rearm(lf_reactor *r, lf_handler *h)
 {
-    if (h->lf__mask & LF_EV_EDGE)
-        return; /* never disarmed: an edge while busy left its bits for lf__release */
+    if (h->lf__mask & LF_EV_EDGE) {
+        /* never disarmed: an edge while busy left its bits for lf__release. Only an
+         * interest changed by the handler itself (LF__DIRTY) needs the system call. */
+        if (!(lf__load(&h->lf__state, relaxed) & LF__DIRTY) ||
+            !(lf__fetch_and(&h->lf__state, ~LF__DIRTY, seq_cst) & LF__DIRTY))
+            return;
+    } else if (!(lf__fetch_and(&h->lf__state, ~(LF__FIRED | LF__DIRTY), seq_cst) &
+                 (LF__FIRED | LF__DIRTY))) {
+        return;
+    }
     /* Only a report disarms a one-shot handle, and every report sets LF__FIRED on its
      * way in (the claim, also when it only leaves its bits to a busy owner). None
      * since the last re-arm (a dispatch of a timer or a notification alone): the
      * handle is still armed, and the system call is saved. A report whose event is
      * still on its way (harvested, not claimed yet) sets the bit later and re-arms
-     * through its own dispatch. */
-    if (!(lf__fetch_and(&h->lf__state, ~LF__FIRED, seq_cst) & LF__FIRED))
-        return;
+     * through its own dispatch. (Tested above, with LF__DIRTY: the handler changed
+     * its interest, which takes the system call whether it fired or not.) */
     /* The owner re-arms; lf__remove cannot free the fd for another registration
      * while an owner other than its caller exists (see lf__remove), so this never
      * modifies someone else's registration. ENOENT: removed meanwhile, harmless.
      * Anything else (ENOMEM; EBADF, the fd was closed under us) leaves the handle
      * disarmed for good: never silently. The handler hears LF_EV_CLOSE (lf__release
      * finds the bit and queues the dispatch) and the failure is counted. */
-    int rc = lf__be_ctl(r, h, EPOLL_CTL_MOD);
+    int rc = lf__be_mod(r, h);
     if (rc != 0 && rc != ENOENT) {
         lf__fetch_or(&h->lf__state, LF_EV_CLOSE, seq_cst);
         lf__fetch_add(&r->lf__n_rearm_failed, 1ULL, relaxed);
@@ -1339,7 +1419,7 @@ static inline int lf__collect(lf_reactor *r)
             (lf__load(&h->lf__state, seq_cst) & (LF__ARMED | LF__REMOVED)) == LF__ARMED) {
             r->lf__cfd[r->lf__cn] = fd;
             r->lf__cgen[r->lf__cn] = h->lf__gen;
-            want[r->lf__cn] = h->lf__mask;
+            want[r->lf__cn] = lf__load(&h->lf__want, seq_cst);
             r->lf__cn++;
         }
     }
@@ -1644,7 +1724,9 @@ static inline void lf__run(lf_reactor *r, lf_handler *h)
         if (lf__cas(&h->lf__state, &st, st & ~LF__PENDING))
             break;
     }
-    events = st & LF__PENDING;
+    /* what the handler asks for now: an event harvested before lf_reactor_modify
+     * dropped its kind is not handed on (LF_EV_CLOSE always is) */
+    events = st & LF__PENDING & (lf__load(&h->lf__want, relaxed) | ~(LF_EV_READ | LF_EV_WRITE));
     if (events == 0) {
         lf__release(r, h);
         return;
@@ -1963,6 +2045,7 @@ static inline int lf__register(lf_reactor *r, lf_handler *h, int fd, uint32_t ev
     h->fd = fd;
     h->lf__gen = r->lf__gen;
     h->lf__mask = events;
+    lf__store(&h->lf__want, events & (LF_EV_READ | LF_EV_WRITE), relaxed);
     lf__store(&h->lf__state, 0u, relaxed);
     h->lf__qprev = h->lf__qnext = NULL;
     h->lf__queued = 0;
@@ -2117,6 +2200,57 @@ static inline int lf_reactor_reactivate(lf_reactor *r, lf_handler *h)
     return rc;
 }
 
+/* Contract: any thread, any hook, also h's own handle_event (where it costs no system
+ * call and no lock: the re-arm after the dispatch applies it). */
+static inline int lf_reactor_modify(lf_reactor *r, lf_handler *h, uint32_t events)
+{
+    int rc = 0;
+    if (!lf__reactor_ok(r) || h == NULL || (events & ~(LF_EV_READ | LF_EV_WRITE)))
+        return EINVAL;
+    lf__rcu_enter();
+    if (lf__dispatching == h) {
+        /* its own dispatch holds it: the handle is disarmed (one-shot, poll/select)
+         * or left alone (edge) until lf__release re-arms it, with the new interest */
+        lf__read_lock();
+        if (!lf__registered(r, h))
+            rc = ENOENT;
+        else if (h->lf__signalfd)
+            rc = EINVAL; /* its interest is its signal set */
+        else {
+            lf__store(&h->lf__want, events, seq_cst);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+            lf__fetch_or(&h->lf__state, LF__DIRTY, seq_cst);
+#endif
+        }
+        lf__read_unlock();
+        return rc;
+    }
+    /* Another thread: under the registration lock, so h cannot be removed (and, with
+     * LF_EV_KEEPFD, its fd given to a new registration) while we change its watch. */
+    pthread_mutex_lock(&r->lf__reglock);
+    if (lf__load(&h->lf__r, relaxed) != (void *)r || lf__lookup(r, h->fd) != h) {
+        rc = ENOENT;
+    } else if (h->lf__signalfd) {
+        rc = EINVAL;
+    } else {
+        uint32_t old = lf__exchange(&h->lf__want, events, seq_cst);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+        /* also while a dispatch runs or an event is on its way: the handle may then
+         * report once more, and the ownership rule gives that report to the owner,
+         * as any event that comes while the handler is busy */
+        if (old != events && (rc = lf__be_mod(r, h)) != 0)
+            lf__store(&h->lf__want, old, seq_cst); /* still watched as before */
+#else
+        /* a leader blocked now waits with the old interest: wake it to collect again
+         * (pairs with lf__sleeping, as lf__be_rearm) */
+        if (old != events)
+            lf__kick_if_sleeping(r);
+#endif
+    }
+    pthread_mutex_unlock(&r->lf__reglock);
+    return rc;
+}
+
 /* Contract: any thread, any hook; never waits for a handler or a descriptor (it may
  * take the ready queue's lock for a few instructions). */
 static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t events)
@@ -2166,6 +2300,7 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
     }
     if (t->lf__h)
         lf__timer_unarm(r, t);
+    lf__store(&t->lf__fired, 0ULL, relaxed); /* a restart forgets what was not taken */
     first = lf__load(&r->lf__next_timer, relaxed);
     t->lf__when = lf__ns_add(lf__now_ns(), after_ns); /* LLONG_MAX: never */
     t->lf__period = period_ns;
@@ -2202,6 +2337,9 @@ static inline int lf_reactor_timer_cancel(lf_reactor *r, lf_timer *t)
         lf__timer_unarm(r, t);
     else
         rc = ENOENT;
+    /* forgets what was not taken, also of an expired one-shot (ENOENT): after
+     * cancel, lf_timer_fired says 0 until t is started again */
+    lf__store(&t->lf__fired, 0ULL, relaxed);
     pthread_mutex_unlock(&r->lf__tlock);
     return rc;
 }

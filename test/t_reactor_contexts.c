@@ -18,22 +18,22 @@ enum { C_THREAD, C_OWN, C_OTHER, C_CLOSE, C_STOPPED, C_DESTROYED, C_ZEROED, NCTX
 static const char *ctx_name[NCTX] = {"thread", "own", "other", "close", "stopped", "destroyed",
                                      "zeroed"};
 enum { K_REGISTER, K_DEACTIVATE, K_REACTIVATE, K_NOTIFY, K_TIMER_START, K_TIMER_CANCEL,
-       K_STATS, K_HANDLE_EVENTS, K_TURN, K_DESTROY, K_REMOVE, NCALL };
+       K_STATS, K_HANDLE_EVENTS, K_TURN, K_DESTROY, K_REMOVE, K_MODIFY, NCALL };
 static const char *call_name[NCALL] = {"register", "deactivate", "reactivate", "notify",
                                        "timer_start", "timer_cancel", "stats", "handle_events",
-                                       "turn", "destroy", "remove"};
+                                       "turn", "destroy", "remove", "modify"};
 #define ANY_TURN (-1) /* a polling turn: 0 (it ran something) or ETIMEDOUT */
 
 /* what the table in lf_reactor.h says */
 static const int expect[NCTX][NCALL] = {
-    /*             reg        deact   react   notify     tstart     tcancel stats handle    turn      destroy remove */
-    [C_THREAD] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0},
-    [C_OWN] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0},
-    [C_OTHER] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0},
-    [C_CLOSE] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0},
-    [C_STOPPED] = {ECANCELED, 0, 0, ECANCELED, ECANCELED, ENOENT, 0, ECANCELED, ECANCELED, 0, 0},
-    [C_DESTROYED] = {EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL},
-    [C_ZEROED] = {EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL},
+    /*             reg        deact   react   notify     tstart     tcancel stats handle    turn      destroy remove modify */
+    [C_THREAD] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0, 0},
+    [C_OWN] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0, 0},
+    [C_OTHER] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0, 0},
+    [C_CLOSE] = {0, 0, 0, 0, 0, 0, 0, ANY_TURN, ANY_TURN, EBUSY, 0, 0},
+    [C_STOPPED] = {ECANCELED, 0, 0, ECANCELED, ECANCELED, ENOENT, 0, ECANCELED, ECANCELED, 0, 0, 0},
+    [C_DESTROYED] = {EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL},
+    [C_ZEROED] = {EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL, EINVAL},
 };
 static int got[NCTX][NCALL];
 
@@ -99,6 +99,7 @@ static void probe(int ctx, lf_reactor *rr, target *tg, target *fresh, target *vi
     got[ctx][K_REACTIVATE] = lf_reactor_reactivate(rr, &tg->h);
     got[ctx][K_TIMER_START] = lf_reactor_timer_start(rr, &tg->t, &tg->h, 3600000000000LL, 0);
     got[ctx][K_TIMER_CANCEL] = lf_reactor_timer_cancel(rr, &tg->t);
+    got[ctx][K_MODIFY] = lf_reactor_modify(rr, &tg->h, LF_EV_READ);
     got[ctx][K_STATS] = lf_reactor_stats(rr, &st);
     lf_deadline_in(&past, 0);
     rc = lf_reactor_handle_events(rr, &past);

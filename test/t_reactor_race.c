@@ -15,6 +15,12 @@
  *    delayed: every thread returns. (v1: a waiter that had looked at the stop flag
  *    drained the stop's wake-up, and the waiters that had looked at it too but were
  *    not in epoll_wait yet slept on for good.)
+ * 7. modify_vs_rearm (epoll): a handler drops its interest from inside, and its
+ *    owner's re-arm (epoll_ctl) is held up until another thread has asked for READ
+ *    again through lf_reactor_modify. The re-arm carries the interest it read
+ *    before: it must see that it changed, and re-arm with READ (else the handle is
+ *    deaf with READ wanted, and the data written after never arrives). Linked with
+ *    epoll_ctl wrapped too.
  * 8. grow_under_collect (poll/select): the handle table grows (a registration of a
  *    high fd) while a leader is between growing its own arrays for the table it saw
  *    and collecting the handles (linked with realloc wrapped, to hold it there).
@@ -55,6 +61,10 @@ int __real_epoll_wait(int ep, struct epoll_event *ev, int max, int ms);
 ssize_t __wrap_read(int fd, void *buf, size_t n);
 void *__real_realloc(void *p, size_t n);
 void *__wrap_realloc(void *p, size_t n);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+int __real_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev);
+int __wrap_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev);
+#endif
 int __wrap_select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv);
 int __wrap_poll(struct pollfd *fds, nfds_t n, int ms);
 int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int ms);
@@ -115,6 +125,22 @@ void *__wrap_realloc(void *p, size_t n)
     }
     return __real_realloc(p, n);
 }
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+/* 7: the next EPOLL_CTL_MOD of hold_fd by a reactor thread waits until let go */
+static LFT_ATOMIC(int) hold_fd = -1, held, hold_go;
+
+int __wrap_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
+{
+    int expect = fd;
+    if (op == EPOLL_CTL_MOD && !is_main && lft_load(&hold_fd) == fd &&
+        atomic_compare_exchange_strong(&hold_fd, &expect, -1)) {
+        lft_store(&held, 1);
+        while (!lft_load(&hold_go))
+            sleep_us(200);
+    }
+    return __real_epoll_ctl(ep, op, fd, ev);
+}
+#endif
 /* NOLINTEND(bugprone-reserved-identifier) */
 
 static void set_hook(void (*f)(void))
@@ -373,6 +399,56 @@ static void grow_under_collect(void)
 }
 #endif
 
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+/* ------------------------------------------------------------------ 7 */
+
+static LFT_ATOMIC(int) mv_reads;
+
+static int mv_event(lf_handler *h, int fd, uint32_t ev)
+{
+    char buf[16];
+    (void)ev;
+    while (read(fd, buf, sizeof buf) > 0) {
+    }
+    if (lft_add(&mv_reads, 1) == 0)
+        CHECK_EQ(lf_reactor_modify(&r, h, 0), 0); /* the re-arm after us is held */
+    return LF_KEEP;
+}
+
+static void modify_vs_rearm(void)
+{
+    static const uint32_t modes[2] = {0, LF_EV_EDGE};
+    for (int m = 0; m < 2; m++) {
+        pthread_t th;
+        lf_handler h;
+        int s[2];
+
+        lft_store(&mv_reads, 0);
+        lft_store(&held, 0);
+        lft_store(&hold_go, 0);
+        CHECK_EQ(lf_reactor_init(&r), 0);
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+        nonblock(s[0]);
+        lf_handler_init(&h, mv_event, NULL);
+        CHECK_EQ(lf_reactor_register(&r, &h, s[0], LF_EV_READ | modes[m]), 0);
+        CHECK(pthread_create(&th, NULL, runner, NULL) == 0);
+        lft_store(&hold_fd, s[0]);
+        CHECK(write(s[1], "a", 1) == 1);
+        AWAIT(lft_load(&held), "the owner's re-arm to be held");
+        CHECK_EQ(lf_reactor_modify(&r, &h, LF_EV_READ), 0); /* goes through at once */
+        lft_store(&hold_go, 1);
+        CHECK(write(s[1], "b", 1) == 1);
+        AWAIT(lft_load(&mv_reads) == 2, "the READ asked for while the re-arm was held");
+        CHECK_EQ(lf_reactor_stop(&r), 0);
+        CHECK(pthread_join(th, NULL) == 0);
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
+        close(s[1]);
+    }
+    printf("  7 modify_vs_rearm: READ asked for during a held re-arm was heard "
+           "(one-shot and edge)\n");
+}
+#endif
+
 int main(void)
 {
     lft_start("t_reactor_race", 20);
@@ -384,6 +460,7 @@ int main(void)
 #endif
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     stop_concurrent();
+    modify_vs_rearm();
 #endif
     return 0;
 }

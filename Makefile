@@ -196,6 +196,11 @@ $(RESULTS)/compile/readme:
 	@test/check.sh $@ "README code blocks compile and run" compiles -- test/readme.sh $(CC) $(BUILD)/readme
 RUN_compile += $(RESULTS)/compile/readme
 
+# The README's server example, run and driven by a client (plain and ASan+UBSan).
+$(RESULTS)/compile/readme-server:
+	@test/check.sh $@ "README server example: driven by a client, SIGTERM exits 0" compiles -- test/readme_server.sh $(CC) $(BUILD)/readme-server
+RUN_compile += $(RESULTS)/compile/readme-server
+
 # make install into a temporary prefix; a consumer builds via pkg-config, CMake and a
 # lone copy of lf.h; make uninstall leaves nothing.
 $(RESULTS)/compile/install:

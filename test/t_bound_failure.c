@@ -9,7 +9,7 @@
  * 2. flood: a server that streams heartbeat frames faster than the reader takes them:
  *    a leader's 100 ms deadline is honoured between reads (it was checked only when
  *    the socket was empty, and the leader stayed until the flood ended: 5 s here,
- *    3 s in the issue's run); the figure is the overrun (one read's worth of frames).
+ *    3 s in another run); the figure is the overrun (one read's worth of frames).
  * 3. skipped_max_body: a heartbeat header claiming 0xFFFFFFF0 body bytes fails the
  *    connection with EPROTO (max_body held for replies only: it swallowed the
  *    stream and every waiter timed out).

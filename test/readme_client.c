@@ -35,7 +35,7 @@ static int dial(int port)
 
 static unsigned char pattern(long long i, int who)
 {
-    return (unsigned char)(i * 7 + who * 13 + (i >> 9));
+    return (unsigned char)(i * 7 + (long long)who * 13 + (i >> 9));
 }
 
 int main(int argc, char **argv)

@@ -15,7 +15,7 @@
 
 #define THREADS 2
 #define STUCK 4
-#define BACKLOG (64 * 1024) /* a connection's output kept before it stops reading */
+#define BACKLOG ((size_t)64 * 1024) /* a connection's output kept before it stops reading */
 
 static lf_reactor R;
 
@@ -89,14 +89,14 @@ static void *runner(void *arg)
 
 static unsigned char pattern(long long i, int who)
 {
-    return (unsigned char)(i * 7 + who * 13 + (i >> 9));
+    return (unsigned char)(i * 7 + (long long)who * 13 + (i >> 9));
 }
 
 int main(void)
 {
     pthread_t th[THREADS];
     int stuck[STUCK], active, s[2];
-    long long lots = lft_scaled(4 << 20), rounds = lft_scaled(2000);
+    long long lots = lft_scaled(4LL << 20), rounds = lft_scaled(2000);
     long long sent[STUCK] = {0};
 
     signal(SIGPIPE, SIG_IGN);
@@ -148,7 +148,7 @@ int main(void)
         lft_progress();
     }
     for (int i = 0; i < STUCK; i++)
-        CHECK(sent[i] > BACKLOG); /* the server took more than one backlog: it flowed */
+        CHECK(sent[i] > (long long)BACKLOG); /* the server took more than one backlog: it flowed */
 
     /* every stuck connection is now full both ways: the active client still gets
      * every answer */

@@ -148,7 +148,7 @@ static void many_timers(void)
     CHECK_EQ(lf_reactor_register(&R, &h, quiet_fd(), LF_EV_READ), 0);
     for (int i = 0; i < NTIMERS; i++) {
         lf_timer_init(&many[i]);
-        CHECK_EQ(lf_reactor_timer_start(&R, &many[i], &h, 100000 * i, 0), 0);
+        CHECK_EQ(lf_reactor_timer_start(&R, &many[i], &h, 100000LL * i, 0), 0);
     }
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_create(&th[i], NULL, runner, NULL) == 0);

@@ -19,6 +19,10 @@ for src in "$out"/block-*.c; do
             "$src" -o "$bin" $urcu -pthread; then
         echo "README block $(basename "$src") does not compile"; status=1; continue
     fi
+    # the server example runs until a signal: test/readme_server.sh drives it
+    if head -1 "$src" | grep -q '^/\* echo_server\.c'; then
+        continue
+    fi
     if grep -q 'int main' "$src"; then
         timeout 60 "$bin" || { echo "README block $(basename "$src") failed when run"; status=1; }
     fi

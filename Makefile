@@ -191,6 +191,11 @@ $(RESULTS)/compile/odr.g++:
 	  'g++ -x c++ -std=c++17 -D_POSIX_C_SOURCE=200809L $(WARN) -O2 -flto -Wodr -Werror=odr -o $(BUILD)/odr-cxx test/odr_a.c test/odr_b.c $(URCU_LIBS) $(LIBS) && $(BUILD)/odr-cxx'
 RUN_compile += $(RESULTS)/compile/odr.gcc $(RESULTS)/compile/odr.g++
 
+# Every header carries the licence (SPDX line, LICENSE's text): copied alone, it keeps its terms.
+$(RESULTS)/compile/licence:
+	@test/check.sh $@ "every header carries its SPDX line and the LICENSE text" compiles -- test/licence.sh
+RUN_compile += $(RESULTS)/compile/licence
+
 # The README's C code blocks compile and run.
 $(RESULTS)/compile/readme:
 	@test/check.sh $@ "README code blocks compile and run" compiles -- test/readme.sh $(CC) $(BUILD)/readme

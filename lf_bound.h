@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT (the licence text is at the end of this file) */
 /* lf_bound.h - bound handle/thread associations (POSA2 Leader/Followers variant):
  * many client threads share ONE multiplexed connection; whoever leads reads the
  * replies and hands each one to exactly the thread that waits for it.
@@ -1295,3 +1296,27 @@ static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *sel
 #endif
 
 #endif /* LF_BOUND_H_INCLUDED */
+
+/*
+ * MIT License
+ *
+ * Copyright (c) 2026 the lf authors
+ *
+ * Permission is hereby granted, free of charge, to any person obtaining a copy
+ * of this software and associated documentation files (the "Software"), to deal
+ * in the Software without restriction, including without limitation the rights
+ * to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ * copies of the Software, and to permit persons to whom the Software is
+ * furnished to do so, subject to the following conditions:
+ *
+ * The above copyright notice and this permission notice shall be included in all
+ * copies or substantial portions of the Software.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ * IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ * FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ * AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ * LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ * OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+ * SOFTWARE.
+ */

@@ -218,6 +218,12 @@ $(RESULTS)/compile/m32:
 	@test/check.sh $@ "gcc -m32, 32- and 64-bit time_t: lf.h and lf_bound.h tests" compiles -- test/m32.sh gcc $(BUILD)/m32
 RUN_compile += $(RESULTS)/compile/m32
 
+# musl (musl-gcc, static): lf.h's and lf_bound.h's tests. The reactor needs liburcu,
+# which Debian does not build for musl (README: Limits).
+$(RESULTS)/compile/musl:
+	@test/check.sh $@ "musl-gcc, static: lf.h and lf_bound.h tests" compiles -- test/musl.sh $(BUILD)/musl
+RUN_compile += $(RESULTS)/compile/musl
+
 # Wide warning sets (clang -Weverything, a long gcc list; C and C++; every
 # configuration; -Werror), each exclusion with its reason in the script.
 $(RESULTS)/compile/warnings:

@@ -228,7 +228,19 @@
 #endif
 
 #if LF_SYNC == LF_SYNC_FUTEX
+/* The kernel's headers are not on every libc's path (musl-gcc leaves them out): the
+ * four futex numbers we use are the kernel's ABI, the same on every architecture. */
+#if defined(__has_include)
+#if __has_include(<linux/futex.h>)
 #include <linux/futex.h>
+#endif
+#endif
+#ifndef FUTEX_WAIT_BITSET
+#define FUTEX_WAKE 1
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_PRIVATE_FLAG 128
+#define FUTEX_BITSET_MATCH_ANY 0xffffffff
+#endif
 #include <sys/syscall.h>
 #include <unistd.h>
 /* unistd.h declares syscall() only with _DEFAULT_SOURCE, and a declaration of our own

@@ -91,12 +91,23 @@ $(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filt
   $(foreach v,$(if $(filter plain,$m),$(REACTOR_VARIANTS),$(SAN_REACTOR_VARIANTS)),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(call wrap_of,$t))))))
 
 # liburcu's bp flavour (LF_RCU_BP): the lifecycle test, whose fork part then forks
-# under load, on every backend, plain and under ASan.
+# under load, on every backend, plain and under ASan; and every reactor test but the
+# fault schedule (written for memb's calls) once, plain, on epoll.
 URCU_BP_LIBS := $(shell pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
 BP_TESTS := t_reactor_lifecycle
 BP_VARIANTS := $(foreach b,$(BACKENDS),$(firstword $(POLICIES))+$b+BP)
 $(foreach m,$(filter plain asan,$(MODES)),$(foreach t,$(BP_TESTS),$(foreach v,$(BP_VARIANTS),\
   $(eval $(call run_check,$m,$t,$v,-DLF_RCU_BP $(URCU_BP_LIBS))))))
+$(foreach t,$(filter-out t_reactor_fault $(BP_TESTS),$(REACTOR_TESTS)),\
+  $(eval $(call run_check,plain,$t,LIFO+EPOLL+BP,-DLF_RCU_BP $(URCU_BP_LIBS) $(call wrap_of,$t))))
+
+# LF_PORTABLE: the paths a BSD, macOS or RTOS build takes (pipe wake-ups, poll,
+# LF_SYNC_PTHREAD, no signalfd), on Linux: every reactor test but the fault schedule
+# (written for the Linux calls), and the lf_bound tests, plain.
+$(foreach t,$(filter-out t_reactor_fault,$(REACTOR_TESTS)),\
+  $(eval $(call run_check,plain,$t,LIFO+POLL+PORTABLE,-DLF_PORTABLE $(URCU_LIBS) $(call wrap_of,$t))))
+$(foreach t,$(filter t_bound_%,$(POOL_TESTS)),\
+  $(eval $(call run_check,plain,$t,LIFO-PTHREAD-PORTABLE,-DLF_PORTABLE)))
 
 # C++ tests (test/t_*.cc): the C API used from C++17. Every policy x backend plain;
 # under the sanitizers on epoll only (the backends' C tests cover the rest).

@@ -48,9 +48,12 @@
  *     Any other value is a compile error. LIFO, FIFO and HEAP wake exactly the chosen
  *     follower through its own synchronizer (Specific Notification), never a herd.
  *   LF_SYNC      the per-follower synchronizer of LIFO/FIFO/HEAP. Default LF_SYNC_FUTEX
- *                on Linux, LF_SYNC_PTHREAD elsewhere.
+ *                on Linux, LF_SYNC_PTHREAD elsewhere (and with LF_PORTABLE).
  *       LF_SYNC_FUTEX       a 32-bit futex word per follower (Linux).
  *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
+ *   LF_PORTABLE  use only POSIX facilities, also on Linux: the paths a BSD, macOS or
+ *                RTOS build takes (lf_reactor.h: pipe wake-ups, poll by default, no
+ *                signalfd), so that Linux can test them.
  *   LF_ASSERT(x) checks internal invariants only (never user input). Default assert(x).
  *
  *   Different translation units may choose different policies; their pools must not
@@ -170,8 +173,14 @@
 #error "lf.h: LF_PROMOTE must be LF_PROMOTE_LIFO, LF_PROMOTE_FIFO, LF_PROMOTE_HEAP or LF_PROMOTE_CONDVAR"
 #endif
 
+/* LF_PORTABLE: only what POSIX gives, also on Linux (pipes for wake-ups, the poll
+ * backend and LF_SYNC_PTHREAD by default, no signalfd): what a BSD, macOS or RTOS
+ * build runs, put in the test matrix on Linux. */
+#if defined(__linux__) && !defined(LF_PORTABLE) && !defined(LF__LINUX)
+#define LF__LINUX 1
+#endif
 #ifndef LF_SYNC
-#ifdef __linux__
+#ifdef LF__LINUX
 #define LF_SYNC LF_SYNC_FUTEX
 #else
 #define LF_SYNC LF_SYNC_PTHREAD

@@ -216,7 +216,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#ifdef __linux__
+#ifdef LF__LINUX
 #include <sys/eventfd.h>
 #endif
 
@@ -675,7 +675,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     memset((void *)b, 0, offsetof(lf_bound, lf__rx)); /* not the buffer: 16 KiB of nothing */
     if ((b->lf__map = (lf_bound_ctx **)calloc(LF_BOUND_BUCKETS, sizeof(lf_bound_ctx *))) == NULL)
         return ENOMEM;
-#ifdef __linux__
+#ifdef LF__LINUX
     b->lf__wake[0] = b->lf__wake[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     rc = b->lf__wake[0] < 0 ? errno : 0;
 #else

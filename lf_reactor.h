@@ -29,7 +29,7 @@
  *   liburcu-memb) -pthread      (with LF_RCU_BP: liburcu-bp instead)
  *
  * CONFIGURATION (before #include; the same in every file that shares a reactor)
- *   LF_REACTOR_BACKEND   LF_REACTOR_EPOLL (default on Linux), LF_REACTOR_POLL,
+ *   LF_REACTOR_BACKEND   LF_REACTOR_EPOLL (default on Linux but with LF_PORTABLE), LF_REACTOR_POLL,
  *                        LF_REACTOR_SELECT. Anything else is a compile error.
  *       epoll   deactivation is EPOLLONESHOT, reactivation EPOLL_CTL_MOD: no kick.
  *       poll    the leader polls the armed handles; a handle reported ready is
@@ -150,7 +150,7 @@
  *   int lf_reactor_register_signal(r, h, const sigset_t *set)
  *       Signals in set arrive as LF_EV_SIGNAL for h, through a signalfd the reactor
  *       owns (h->fd; read struct signalfd_siginfo from it). Block the signals in every
- *       thread first. Linux only (ENOSYS elsewhere).
+ *       thread first. Linux only (ENOSYS elsewhere, and with LF_PORTABLE).
  *   int lf_reactor_notify(r, h, events)
  *       Post events (any LF_EV_* bits, usually LF_EV_NOTIFY) to h: delivered through
  *       a normal turn, coalesced with anything pending, never blocks the caller.
@@ -360,8 +360,12 @@
 #define LF_REACTOR_POLL 2
 #define LF_REACTOR_SELECT 3
 #endif
+/* LF_PORTABLE (see lf.h): the POSIX paths, also on Linux */
+#if defined(__linux__) && !defined(LF_PORTABLE) && !defined(LF__LINUX)
+#define LF__LINUX 1
+#endif
 #ifndef LF_REACTOR_BACKEND
-#ifdef __linux__
+#ifdef LF__LINUX
 #define LF_REACTOR_BACKEND LF_REACTOR_EPOLL
 #else
 #define LF_REACTOR_BACKEND LF_REACTOR_POLL
@@ -390,7 +394,7 @@
 #else
 #include <sys/select.h>
 #endif
-#ifdef __linux__
+#ifdef LF__LINUX
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #endif
@@ -863,7 +867,7 @@ static inline int lf__table_fit(lf_reactor *r, int fd)
 
 static inline int lf__wake_open(lf_reactor *r)
 {
-#ifdef __linux__
+#ifdef LF__LINUX
     r->lf__wakefd[0] = r->lf__wakefd[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return r->lf__wakefd[0] < 0 ? errno : 0;
 #else
@@ -2083,7 +2087,7 @@ static inline int lf_reactor_register(lf_reactor *r, lf_handler *h, int fd, uint
  * or the kernel delivers them the old way. Linux only: ENOSYS elsewhere. */
 static inline int lf_reactor_register_signal(lf_reactor *r, lf_handler *h, const sigset_t *set)
 {
-#ifdef __linux__
+#ifdef LF__LINUX
     int fd, rc;
     if (!lf__reactor_ok(r) || h == NULL || set == NULL)
         return EINVAL;

@@ -19,6 +19,7 @@
 #include "../lf_bound.h"
 #include "lf_frames.h"
 
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 

@@ -178,7 +178,7 @@ static void bad_input(void)
     CHECK_EQ(lf_reactor_modify(&zero, &h, LF_EV_READ), EINVAL);
     CHECK_EQ(lf_reactor_modify(&R, &h, 0), 0);
     CHECK_EQ(lf_reactor_modify(&R, &h, LF_EV_WRITE), 0);
-#ifdef __linux__
+#if defined(__linux__) && !defined(LF_PORTABLE)
     sigemptyset(&set);
     sigaddset(&set, SIGUSR2);
     CHECK(pthread_sigmask(SIG_BLOCK, &set, NULL) == 0);

@@ -37,6 +37,7 @@
 #include "lf_test.h"
 
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -278,8 +278,11 @@ RUN_compile += $(RESULTS)/compile/soak
 
 # ---------------------------------------------------------------- install
 # make install PREFIX=/usr/local DESTDIR=    the headers into $(PREFIX)/include/lf/,
-# lf.pc (pkg-config) and a CMake package (find_package(lf) -> target lf::lf). The
-# headers are arch-independent, so both descriptions go under share/.
+# pkg-config modules and a CMake package, each asking only for what its headers need:
+#   lf             lf.h and lf_bound.h: threads only          CMake lf::lf
+#   lf-reactor     lf_reactor.h too: liburcu-memb              CMake lf::reactor
+#   lf-reactor-bp  the same with LF_RCU_BP: liburcu-bp         CMake lf::reactor_bp
+# The headers are arch-independent, so the descriptions go under share/.
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 INCDIR     := $(PREFIX)/include/lf
@@ -295,43 +298,79 @@ prefix=$(PREFIX)
 includedir=$${prefix}/include
 
 Name: lf
-Description: Leader/Followers thread pool, reactor and bound handles (header-only C11)
+Description: Leader/Followers thread pool and bound handles, lf.h and lf_bound.h (header-only C11)
 Version: $(LF_VERSION)
-Requires: liburcu-memb >= 0.13
 Cflags: -I$${includedir}/lf -I$${includedir}
 Libs: -pthread
 endef
 
+define LF_REACTOR_PC
+Name: lf-reactor
+Description: lf's reactor, lf_reactor.h, on liburcu's memb flavour (with lf.h and lf_bound.h)
+Version: $(LF_VERSION)
+Requires: lf = $(LF_VERSION), liburcu-memb >= 0.13
+endef
+
+define LF_REACTOR_BP_PC
+Name: lf-reactor-bp
+Description: lf's reactor, lf_reactor.h, on liburcu's bp flavour (LF_RCU_BP)
+Version: $(LF_VERSION)
+Requires: lf = $(LF_VERSION), liburcu-bp >= 0.13
+Cflags: -DLF_RCU_BP
+endef
+
 # liburcu ships no CMake package: ask pkg-config, else look for the libraries.
 define LF_CMAKE_CONFIG
-# lf: header-only Leader/Followers toolkit. Gives the INTERFACE target lf::lf
-# (include directory, liburcu-memb, threads). lf.h alone needs only the threads.
+# lf: header-only Leader/Followers toolkit. INTERFACE targets:
+#   lf::lf          lf.h and lf_bound.h (include directories, threads)
+#   lf::reactor     lf_reactor.h too, on liburcu-memb
+#   lf::reactor_bp  lf_reactor.h on liburcu-bp (LF_RCU_BP)
+# The reactor targets exist when liburcu is found; lf::lf needs nothing else.
 include(CMakeFindDependencyMacro)
 find_dependency(Threads)
 get_filename_component(_lf_prefix "$${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 if(NOT TARGET lf::lf)
-  find_package(PkgConfig QUIET)
-  if(PKG_CONFIG_FOUND)
-    pkg_check_modules(LF_URCU QUIET IMPORTED_TARGET liburcu-memb>=0.13)
-  endif()
-  if(TARGET PkgConfig::LF_URCU)
-    set(_lf_urcu PkgConfig::LF_URCU)
-  else()
-    find_path(LF_URCU_INCLUDE_DIR urcu/urcu-memb.h)
-    find_library(LF_URCU_MEMB_LIBRARY urcu-memb)
-    find_library(LF_URCU_COMMON_LIBRARY urcu-common)
-    if(NOT LF_URCU_INCLUDE_DIR OR NOT LF_URCU_MEMB_LIBRARY OR NOT LF_URCU_COMMON_LIBRARY)
-      set(lf_FOUND FALSE)
-      set(lf_NOT_FOUND_MESSAGE "lf needs liburcu (Debian: apt-get install liburcu-dev)")
-      return()
-    endif()
-    set(_lf_urcu "$${LF_URCU_MEMB_LIBRARY};$${LF_URCU_COMMON_LIBRARY}")
-    set(_lf_urcu_inc "$${LF_URCU_INCLUDE_DIR}")
-  endif()
   add_library(lf::lf INTERFACE IMPORTED)
   set_target_properties(lf::lf PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "$${_lf_prefix}/include/lf;$${_lf_prefix}/include;$${_lf_urcu_inc}"
-    INTERFACE_LINK_LIBRARIES "$${_lf_urcu};Threads::Threads")
+    INTERFACE_INCLUDE_DIRECTORIES "$${_lf_prefix}/include/lf;$${_lf_prefix}/include"
+    INTERFACE_LINK_LIBRARIES Threads::Threads)
+  find_package(PkgConfig QUIET)
+  foreach(_lf_flavour memb bp)
+    set(_lf_urcu "")
+    set(_lf_urcu_inc "")
+    if(PKG_CONFIG_FOUND)
+      pkg_check_modules(LF_URCU_$${_lf_flavour} QUIET IMPORTED_TARGET liburcu-$${_lf_flavour}>=0.13)
+    endif()
+    if(TARGET PkgConfig::LF_URCU_$${_lf_flavour})
+      set(_lf_urcu PkgConfig::LF_URCU_$${_lf_flavour})
+    else()
+      find_path(LF_URCU_$${_lf_flavour}_INCLUDE_DIR urcu/urcu-$${_lf_flavour}.h)
+      find_library(LF_URCU_$${_lf_flavour}_LIBRARY urcu-$${_lf_flavour})
+      find_library(LF_URCU_COMMON_LIBRARY urcu-common)
+      if(LF_URCU_$${_lf_flavour}_INCLUDE_DIR AND LF_URCU_$${_lf_flavour}_LIBRARY AND LF_URCU_COMMON_LIBRARY)
+        set(_lf_urcu "$${LF_URCU_$${_lf_flavour}_LIBRARY};$${LF_URCU_COMMON_LIBRARY}")
+        set(_lf_urcu_inc "$${LF_URCU_$${_lf_flavour}_INCLUDE_DIR}")
+      endif()
+    endif()
+    if(_lf_urcu)
+      if(_lf_flavour STREQUAL "memb")
+        set(_lf_target lf::reactor)
+      else()
+        set(_lf_target lf::reactor_bp)
+      endif()
+      add_library($${_lf_target} INTERFACE IMPORTED)
+      set_target_properties($${_lf_target} PROPERTIES
+        INTERFACE_INCLUDE_DIRECTORIES "$${_lf_urcu_inc}"
+        INTERFACE_LINK_LIBRARIES "lf::lf;$${_lf_urcu}")
+      if(_lf_flavour STREQUAL "bp")
+        set_target_properties($${_lf_target} PROPERTIES INTERFACE_COMPILE_DEFINITIONS LF_RCU_BP)
+      endif()
+    endif()
+  endforeach()
+  if("reactor" IN_LIST lf_FIND_COMPONENTS AND NOT TARGET lf::reactor)
+    set(lf_FOUND FALSE)
+    set(lf_NOT_FOUND_MESSAGE "lf::reactor needs liburcu (Debian: apt-get install liburcu-dev)")
+  endif()
 endif()
 endef
 
@@ -356,14 +395,16 @@ install: | $(BUILD)
 	install -d $(DESTDIR)$(INCDIR) $(DESTDIR)$(PCDIR) $(DESTDIR)$(CMAKEDIR)
 	install -m 644 lf.h lf_reactor.h lf_bound.h $(DESTDIR)$(INCDIR)/
 	$(file >$(BUILD)/lf.pc,$(LF_PC))
+	$(file >$(BUILD)/lf-reactor.pc,$(LF_REACTOR_PC))
+	$(file >$(BUILD)/lf-reactor-bp.pc,$(LF_REACTOR_BP_PC))
 	$(file >$(BUILD)/lfConfig.cmake,$(LF_CMAKE_CONFIG))
 	$(file >$(BUILD)/lfConfigVersion.cmake,$(LF_CMAKE_VERSION))
-	install -m 644 $(BUILD)/lf.pc $(DESTDIR)$(PCDIR)/lf.pc
+	install -m 644 $(BUILD)/lf.pc $(BUILD)/lf-reactor.pc $(BUILD)/lf-reactor-bp.pc $(DESTDIR)$(PCDIR)/
 	install -m 644 $(BUILD)/lfConfig.cmake $(BUILD)/lfConfigVersion.cmake $(DESTDIR)$(CMAKEDIR)/
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCDIR)/,lf.h lf_reactor.h lf_bound.h)
-	rm -f $(DESTDIR)$(PCDIR)/lf.pc
+	rm -f $(addprefix $(DESTDIR)$(PCDIR)/,lf.pc lf-reactor.pc lf-reactor-bp.pc)
 	rm -f $(DESTDIR)$(CMAKEDIR)/lfConfig.cmake $(DESTDIR)$(CMAKEDIR)/lfConfigVersion.cmake
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 

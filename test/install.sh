@@ -1,6 +1,7 @@
 #!/bin/sh
-# `make install` into a temporary prefix, then build and run a consumer the three ways
-# users do: flags from pkg-config (lf.pc), CMake's find_package(lf) (target lf::lf),
+# `make install` into a temporary prefix, then build and run consumers the three ways
+# users do: flags from pkg-config (lf: threads only; lf-reactor: liburcu-memb;
+# lf-reactor-bp: liburcu-bp), CMake's find_package(lf) (lf::lf, lf::reactor, lf::reactor_bp),
 # and lf.h alone copied into a bare directory with the README's own quick start and
 # command (C11 and pthreads, nothing else). The README's Install lines are the ones
 # run, so they cannot rot. Last, a DESTDIR install is staged and
@@ -18,6 +19,7 @@ prefix=$out/prefix
 make --no-print-directory install PREFIX="$prefix" BUILD="$out/build" > "$out/make-install.log" 2>&1 ||
     fail "make install PREFIX=$prefix failed (see $out/make-install.log)"
 for f in include/lf/lf.h include/lf/lf_reactor.h include/lf/lf_bound.h share/pkgconfig/lf.pc \
+         share/pkgconfig/lf-reactor.pc share/pkgconfig/lf-reactor-bp.pc \
          share/cmake/lf/lfConfig.cmake share/cmake/lf/lfConfigVersion.cmake; do
     [ -f "$prefix/$f" ] || fail "make install did not write $f"
 done
@@ -25,13 +27,21 @@ done
 echo "1. pkg-config"
 export PKG_CONFIG_PATH="$prefix/share/pkgconfig"
 [ "$(pkg-config --modversion lf)" = "$version" ] || fail "lf.pc's version is not $version"
-# shellcheck disable=SC2046 # the flags are words
-$cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror \
-    -DLF_EXPECT_VERSION="\"$version\"" test/install/consumer.c -o "$out/with-pkg-config" \
-    $(pkg-config --cflags --libs lf) || fail "the consumer does not build with pkg-config's flags"
-"$out/with-pkg-config" || fail "the pkg-config build does not run"
+# each module with the program that needs it; lf brings no liburcu
+for m in lf:consumer_pool lf-reactor:consumer lf-reactor-bp:consumer; do
+    mod=${m%%:*} src=${m#*:}
+    [ "$(pkg-config --modversion "$mod")" = "$version" ] || fail "$mod.pc's version is not $version"
+    # shellcheck disable=SC2046 # the flags are words
+    $cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror \
+        -DLF_EXPECT_VERSION="\"$version\"" "test/install/$src.c" -o "$out/pc-$mod" \
+        $(pkg-config --cflags --libs "$mod") || fail "$src.c does not build with $mod's flags"
+    "$out/pc-$mod" || fail "the $mod build does not run"
+done
+pkg-config --libs --cflags lf | grep -q urcu && fail "lf.pc asks for liburcu: lf.h and lf_bound.h need threads only"
+ldd "$out/pc-lf" | grep -q urcu && fail "the lf.h/lf_bound.h consumer linked liburcu"
+pkg-config --cflags lf-reactor-bp | grep -q -- -DLF_RCU_BP || fail "lf-reactor-bp.pc does not define LF_RCU_BP"
 # the README's own line, on the same program called server.c
-cmd=$(awk '/^## Install/ { s = 1 } s && /pkg-config --cflags --libs lf/ { print; exit }' README.md)
+cmd=$(awk '/^## Install/ { s = 1 } s && /pkg-config --cflags --libs lf-reactor/ { print; exit }' README.md)
 [ -n "$cmd" ] || fail "no pkg-config line in README.md's Install section"
 mkdir -p "$out/readme-pc"
 cp test/install/consumer.c "$out/readme-pc/server.c"
@@ -44,14 +54,19 @@ cmake -S test/install -B "$out/cmake" -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PA
       -DLF_EXPECT_VERSION="$version" > "$out/cmake.log" 2>&1 ||
     { cat "$out/cmake.log"; fail "cmake cannot configure the consumer"; }
 cmake --build "$out/cmake" >> "$out/cmake.log" 2>&1 ||
-    { cat "$out/cmake.log"; fail "the consumer does not build with lf::lf"; }
-"$out/cmake/consumer" || fail "the CMake build does not run"
+    { cat "$out/cmake.log"; fail "the consumers do not build with lf::lf, lf::reactor, lf::reactor_bp"; }
+for p in consumer consumer_bp consumer_pool; do
+    "$out/cmake/$p" || fail "the CMake build of $p does not run"
+done
+ldd "$out/cmake/consumer_pool" | grep -q urcu && fail "lf::lf linked liburcu"
 # without pkg-config, lfConfig.cmake finds liburcu's libraries itself
 cmake -S test/install -B "$out/cmake-nopc" -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
       -DLF_EXPECT_VERSION="$version" -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON \
       > "$out/cmake-nopc.log" 2>&1 && cmake --build "$out/cmake-nopc" >> "$out/cmake-nopc.log" 2>&1 ||
     { cat "$out/cmake-nopc.log"; fail "lf::lf does not build without pkg-config"; }
-"$out/cmake-nopc/consumer" || fail "the CMake build without pkg-config does not run"
+for p in consumer consumer_bp consumer_pool; do
+    "$out/cmake-nopc/$p" || fail "the CMake build of $p without pkg-config does not run"
+done
 # the README's two CMake lines, in the smallest project around them
 mkdir -p "$out/readme-cmake"
 cp test/install/consumer.c "$out/readme-cmake/server.c"
@@ -59,7 +74,7 @@ cp test/install/consumer.c "$out/readme-cmake/server.c"
     printf 'cmake_minimum_required(VERSION 3.13)\nproject(server C)\nadd_executable(server server.c)\n'
     awk '/^## Install/ { s = 1 } s && /^```cmake$/ { c = 1; next } c && /^```/ { exit } c' README.md
 } > "$out/readme-cmake/CMakeLists.txt"
-grep -q 'lf::lf' "$out/readme-cmake/CMakeLists.txt" || fail "no CMake block in README.md's Install section"
+grep -q 'lf::' "$out/readme-cmake/CMakeLists.txt" || fail "no CMake block in README.md's Install section"
 cmake -S "$out/readme-cmake" -B "$out/readme-cmake/build" -DCMAKE_C_COMPILER="$cc" \
       -DCMAKE_PREFIX_PATH="$prefix" > "$out/readme-cmake.log" 2>&1 &&
     cmake --build "$out/readme-cmake/build" >> "$out/readme-cmake.log" 2>&1 &&

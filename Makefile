@@ -14,6 +14,7 @@
 #   make fuzz                       the fuzzers for FUZZ_S seconds each, keeping finds
 #   make soak                       the OLTP demo under churn for SOAK_S (600) seconds,
 #                                   every request accounted for
+#   make cross                      the tests for aarch64 and armhf under qemu-user
 #   make install / uninstall        PREFIX=/usr/local DESTDIR=
 #   make setup                      install what is missing (as root), or say how
 #
@@ -235,6 +236,11 @@ $(RESULTS)/compile/musl:
 	@test/check.sh $@ "musl-gcc, static: lf.h and lf_bound.h tests" compiles -- test/musl.sh $(BUILD)/musl
 RUN_compile += $(RESULTS)/compile/musl
 
+# ARM under qemu-user (aarch64, armhf): a slice here; `make cross` runs them all.
+$(RESULTS)/compile/cross:
+	@test/check.sh $@ "aarch64 and armhf under qemu-user: one test of each header (make cross: all)" compiles -- test/cross.sh $(BUILD)/cross-slice slice
+RUN_compile += $(RESULTS)/compile/cross
+
 # Wide warning sets (clang -Weverything, a long gcc list; C and C++; every
 # configuration; -Werror), each exclusion with its reason in the script.
 $(RESULTS)/compile/warnings:
@@ -409,7 +415,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---------------------------------------------------------------- targets
-.PHONY: test prebuild setup lint fuzz soak bench stress clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
+.PHONY: test prebuild setup lint fuzz soak bench stress cross clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
 
 setup:
 	@test/setup.sh
@@ -446,6 +452,11 @@ stress: setup
 	  ENV_plain="LF_TEST_MULT=$(STRESS_MULT) LF_TEST_PER_DISPATCH=1 LF_TEST_MIN_DISPATCH=$(STRESS_MIN) LF_TEST_STALL_S=120" \
 	  RESULTS=$(BUILD)/results/stress $(foreach v,$(REACTOR_VARIANTS),$(BUILD)/results/stress/plain/t_reactor_stress.$v)
 	@grep -h "t_reactor_stress" $(BUILD)/results/stress/plain/*.log
+
+# Every lf.h and lf_bound.h test, and the reactor tests on epoll and poll, for aarch64
+# and armhf under qemu-user (installs its toolchains as root); about 10 minutes.
+cross:
+	@test/cross.sh $(BUILD)/cross
 
 lint: setup
 	@test/lint.sh $(BUILD)/lint

@@ -1,7 +1,9 @@
 #!/bin/sh
 # test/cross.sh OUTDIR [slice] - the tests built for ARM and run under qemu-user:
 # aarch64 (arm64) and armhf (32-bit ARMv7), static, with liburcu from Debian's
-# multiarch packages. `make cross` runs every lf.h and lf_bound.h test (LIFO with the
+# multiarch packages, compiled by clang (--target, linked by lld) against Debian's
+# cross libc: Debian's cross gcc packages conflict with gcc-multilib, which the -m32
+# runs need, so they are not used. `make cross` runs every lf.h and lf_bound.h test (LIFO with the
 # futex synchronizer, CONDVAR) and every reactor test on epoll and poll (LIFO), and
 # compiles each header for both targets with -fsanitize=thread where the toolchain
 # has it (aarch64; armhf has no TSan). `make test` runs a slice (one test of each
@@ -21,7 +23,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 
 # what it needs, installed as root on Debian (one package at a time: the two
-# multiarch liburcu packages cannot be asked for with the cross compilers at once)
+# multiarch liburcu packages and the cross libcs are refused when asked for at once)
 need() { # need COMMAND-OR-FILE PACKAGE
     if [ -e "$1" ] || command -v "$1" >/dev/null 2>&1; then return 0; fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
@@ -34,8 +36,12 @@ need() { # need COMMAND-OR-FILE PACKAGE
     fi
     [ -e "$1" ] || command -v "$1" >/dev/null 2>&1 || { echo "cross: cannot install $2"; exit 1; }
 }
-need aarch64-linux-gnu-gcc gcc-aarch64-linux-gnu
-need arm-linux-gnueabihf-gcc gcc-arm-linux-gnueabihf
+need clang clang
+need ld.lld lld
+need /usr/aarch64-linux-gnu/include/stdio.h libc6-dev-arm64-cross
+need /usr/arm-linux-gnueabihf/include/stdio.h libc6-dev-armhf-cross
+need /usr/lib/gcc-cross/aarch64-linux-gnu/12/libgcc.a libgcc-12-dev-arm64-cross
+need /usr/lib/gcc-cross/arm-linux-gnueabihf/12/libgcc.a libgcc-12-dev-armhf-cross
 need qemu-aarch64 qemu-user
 need /usr/lib/aarch64-linux-gnu/liburcu-memb.a liburcu-dev:arm64
 need /usr/lib/arm-linux-gnueabihf/liburcu-memb.a liburcu-dev:armhf
@@ -48,7 +54,7 @@ run() { # run TRIPLE QEMU NAME SRC FLAGS...
     n=$((n + 1))
     bin=$out/$name.$triple
     # shellcheck disable=SC2086
-    if ! $triple-gcc $strict "$@" -I/usr/include/$triple -o "$bin" "$src" \
+    if ! clang --target=$triple -fuse-ld=lld $strict "$@" -I/usr/include/$triple -o "$bin" "$src" \
             -L/usr/lib/$triple -lurcu-memb -lurcu-common -pthread > "$bin.log" 2>&1; then
         echo "cross: $name ($triple) does not build"; tail -5 "$bin.log"; status=1; return
     fi
@@ -83,7 +89,7 @@ done
 if [ -z "$slice" ]; then
     for h in lf.h lf_reactor.h lf_bound.h; do
         n=$((n + 1))
-        if ! aarch64-linux-gnu-gcc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror \
+        if ! clang --target=aarch64-linux-gnu -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror \
                 -fsanitize=thread -I/usr/include/aarch64-linux-gnu -fsyntax-only -x c "$root/$h" \
                 > "$out/tsan-$h.log" 2>&1; then
             echo "cross: $h does not compile with -fsanitize=thread for aarch64"; cat "$out/tsan-$h.log"; status=1

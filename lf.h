@@ -104,7 +104,8 @@
  *       concurrently with other threads); repeat. s->wait returning EINTR or EAGAIN is
  *       retried by the same leader. A non-zero s->dispatch is counted in
  *       stats.dispatch_errors and the thread carries on. Returns ECANCELED once the pool
- *       is shut down, ETIMEDOUT when the deadline passes (a leader hands leadership on
+ *       is shut down, ETIMEDOUT when the deadline passes (looked at when the wait would
+ *       block and after every dispatch, so also while work keeps coming; a leader hands leadership on
  *       first: leadership is never lost), EINTR after lf_pool_notify(p, f), or the
  *       error s->wait returned.
  *   int lf_pool_notify(lf_pool *p, lf_follower *f)
@@ -1248,6 +1249,20 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
             pthread_mutex_lock(&p->lf__lock);
             p->lf__stats.dispatch_errors++;
             pthread_mutex_unlock(&p->lf__lock);
+        }
+        if (deadline != NULL) {
+            /* the wait looks at the deadline only when it would block: a source that
+             * always has work (or a vacant slot taken at once) would keep us past it */
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (lf__ts_ns(&now) >= lf__ts_ns(deadline)) {
+                lf_pool_leave(p, f); /* a processing thread: no longer counted */
+                pthread_mutex_lock(&p->lf__lock);
+                p->lf__stats.timeouts++;
+                pthread_mutex_unlock(&p->lf__lock);
+                rc = ETIMEDOUT;
+                break;
+            }
         }
     }
 

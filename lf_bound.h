@@ -128,7 +128,10 @@
  *       (send_until): the deadline passed; if part of the request was written, the
  *       stream cannot carry another one and later sends say EPIPE. ECONNRESET,
  *       EPROTO, ECANCELED: the connection ended, failed or was shut down (noticed
- *       within 50 ms while waiting for room).
+ *       within 50 ms while waiting for room). EDEADLK (hybrid): called from a
+ *       handler that a send of this same bound, on this same thread, runs while it
+ *       waits for room (that send holds the connection half written): nothing was
+ *       sent; hand the request to another thread (lf_reactor_notify) instead.
  *   int lf_bound_join(b, c, const struct timespec *deadline)    results above.
  *       EINVAL if c is not in flight. Returns with c free for the next expect.
  *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
@@ -309,6 +312,7 @@ struct LF__CFG(lf_bound) {
     pthread_mutex_t lf__send; /* lf__sending, lf__send_failed */
     pthread_cond_t lf__send_cv; /* a sender waits here for its turn (CLOCK_MONOTONIC) */
     int lf__sending;          /* one request on the wire at a time */
+    pthread_t lf__sender;     /* who holds lf__sending (under lf__send) */
     LF__ATOMIC(int) lf__send_failed; /* 0, or EPIPE: no request can go out any more */
     int (*lf__poolstats)(lf_bound *b, struct lf_pool_stats *out); /* the waiters' pool */
     lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
@@ -788,11 +792,20 @@ static inline int lf__bound_send_begin(lf_bound *b, const struct timespec *deadl
 {
     int rc = 0;
     pthread_mutex_lock(&b->lf__send);
+    /* hybrid: a send waiting for room turns the reactor, and a handler that turn
+     * runs may send on this bound too: it would wait for a token its own thread
+     * holds, under a request half written. It is told so at once. */
+    if (b->lf__sending && pthread_equal(b->lf__sender, pthread_self())) {
+        pthread_mutex_unlock(&b->lf__send);
+        return EDEADLK;
+    }
     while (b->lf__sending && rc == 0)
         rc = deadline ? pthread_cond_timedwait(&b->lf__send_cv, &b->lf__send, deadline)
                       : pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
-    if (rc == 0)
+    if (rc == 0) {
         b->lf__sending = 1;
+        b->lf__sender = pthread_self();
+    }
     pthread_mutex_unlock(&b->lf__send);
     return rc;
 }

@@ -45,10 +45,14 @@
  *   A handler is a caller-owned struct (embed lf_handler in yours) with two hooks:
  *     int  handle_event(lf_handler *h, int fd, uint32_t events)
  *         events: LF_EV_* bits (READ, WRITE, TIMEOUT, SIGNAL, CLOSE, NOTIFY; several
- *         may come at once). LF_EV_CLOSE: a hang-up or an error on the fd, or the fd
- *         was closed under the reactor (poll/select), or (epoll) the handle could not
- *         be re-armed (epoll_ctl failed; counted in stats.rearm_failed): in every case
- *         the handle will not report again, so remove the handler. Returns LF_KEEP (reactivate the handle), LF_REMOVE
+ *         may come at once). LF_EV_CLOSE: a hang-up (both directions) or an error
+ *         on the fd, or the fd was closed under the reactor (poll/select), or (epoll)
+ *         the handle could not be re-armed (epoll_ctl failed; counted in
+ *         stats.rearm_failed): nothing more will come through it, so read what is
+ *         still buffered if you want it, and remove the handler (a hang-up keeps
+ *         reporting until you do). A peer's half-close (shutdown of its writing side)
+ *         is not LF_EV_CLOSE on any backend: it is LF_EV_READ, and read returns 0
+ *         after the data. Returns LF_KEEP (reactivate the handle), LF_REMOVE
  *         (remove the handler), or LF_RESUMED (the handler already called
  *         lf_reactor_reactivate, e.g. after reading one whole message, so another
  *         thread could take its next event while this one processes the message).
@@ -158,7 +162,9 @@
  *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
  *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
- *       handler are cancelled by the removal. A handler may have any number of
+ *       handler are cancelled by the removal (as timer_cancel: their expiries not
+ *       taken are forgotten; a one-shot that expired already is not armed, and keeps
+ *       its count until taken or restarted). A handler may have any number of
  *       timers; LF_EV_TIMEOUT says that one of them expired, lf_timer_fired says
  *       which and how often (see TIMERS). Times saturate: one that ends past what
  *       63 bits of CLOCK_MONOTONIC nanoseconds hold (about the year 2262) never
@@ -175,8 +181,9 @@
  *       (ECANCELED) or the deadline (ETIMEDOUT). EBUSY when a group leads r.
  *   int lf_reactor_handle_events(r, deadline)
  *       One turn on the calling thread: wait (as leader) for one event and dispatch
- *       it. 0 (one handler ran, or one handle_close: a turn never runs more, so there
- *       is no count to return), ETIMEDOUT, ECANCELED or EBUSY (grouped). A deadline already past
+ *       it. 0 (the turn took one event: it ran one handler or one handle_close, or
+ *       dropped a stale event; a turn never runs more, so there is no count to
+ *       return), ETIMEDOUT, ECANCELED or EBUSY (grouped). A deadline already past
  *       (lf_deadline_in(&d, 0)) polls: the handles are looked at once without
  *       blocking.
  *   int lf_reactor_turn(r, lf_follower *self, deadline)
@@ -250,8 +257,8 @@
  *   Each expiry adds to its timer's count and posts LF_EV_TIMEOUT to the handler;
  *   the handler takes each timer's count with lf_timer_fired. How they coalesce:
  *     - a periodic timer that fell behind (its handler was busy, or no thread was
- *       free) fires once for the periods that passed, counted in full, and goes on
- *       from now (no burst);
+ *       free) fires once for the periods that passed, counted in full, and keeps its
+ *       phase (no burst);
  *     - the TIMEOUTs of several timers, and other events pending, come in one
  *       dispatch, as any events do while a handler is busy;
  *     - a restart (timer_start on t) or a cancel forgets t's expiries not taken: a
@@ -1119,13 +1126,12 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
         lf_handler *h = t->lf__h;
         unsigned long long due = 1;
         if (t->lf__period > 0) {
-            /* every period that ended by now counts; the next one starts from now if
-             * we fell behind (skip, do not burst) */
+            /* every period that ended by now counts, in one expiry (no burst), and
+             * the timer keeps its phase: the next expiry is the first period end
+             * after now ((due - 1) periods fit before now: no overflow) */
             due += (unsigned long long)((now - t->lf__when) / t->lf__period);
             lf__heap_remove(&r->lf__theap, n);
-            t->lf__when = lf__ns_add(t->lf__when, t->lf__period);
-            if (t->lf__when <= now)
-                t->lf__when = lf__ns_add(now, t->lf__period);
+            t->lf__when = lf__ns_add(t->lf__when + (long long)(due - 1) * t->lf__period, t->lf__period);
             lf__timer_insert(r, t);
         } else {
             lf__timer_unarm(r, t);
@@ -1193,7 +1199,9 @@ static inline const char *lf_reactor_backend_name(void)
  * LF__BUSY alone keeps a second thread out); otherwise one-shot, re-armed per event. */
 static inline uint32_t lf__to_os(uint32_t mask)
 {
-    return ((mask & LF_EV_READ) ? (uint32_t)(EPOLLIN | EPOLLRDHUP) : 0u) |
+    /* no EPOLLRDHUP: a peer's half-close is readable (EOF after the data), as poll and
+     * select report it, not LF_EV_CLOSE with data still to read */
+    return ((mask & LF_EV_READ) ? (uint32_t)EPOLLIN : 0u) |
            ((mask & LF_EV_WRITE) ? (uint32_t)EPOLLOUT : 0u) |
            ((mask & LF_EV_EDGE) ? (uint32_t)EPOLLET : (uint32_t)EPOLLONESHOT);
 }
@@ -1314,7 +1322,7 @@ static inline int lf__be_pop(lf_reactor *r, lf__harvest *hv, lf_event *ev)
         ev->u64 = e->data.u64 >> 32;
         ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
                      ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
-                     ((e->events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ? LF_EV_CLOSE : 0u);
+                     ((e->events & (EPOLLERR | EPOLLHUP)) ? LF_EV_CLOSE : 0u);
         if (ev->events == 0)
             ev->events = LF_EV_CLOSE;
         return 1;
@@ -2134,6 +2142,7 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h)
     pthread_mutex_lock(&r->lf__tlock);
     for (t = h->lf__timers; t != NULL; t = t->lf__next) {
         lf__heap_remove(&r->lf__theap, &t->lf__node);
+        lf__store(&t->lf__fired, 0ULL, relaxed); /* cancelled: forgets, as timer_cancel */
         t->lf__h = NULL;
         lf__store(&t->lf__r, (void *)NULL, relaxed);
     }

@@ -112,6 +112,44 @@ static void deadlines_never_early(void)
     lf_follower_destroy(&leader);
 }
 
+/* A source that always has work: join's deadline still ends the join (it was looked
+ * at only when the wait would block, and a thread that found work forever stayed). */
+static int busy_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+{
+    (void)ctx;
+    (void)deadline;
+    memset(ev, 0, sizeof *ev);
+    return 0;
+}
+
+static int busy_dispatch(void *ctx, lf_event *ev)
+{
+    (void)ctx;
+    (void)ev;
+    return 0; /* no lft_progress: a join that never ends is the watchdog's */
+}
+
+static void deadline_under_work(void)
+{
+    lf_pool p;
+    lf_follower f;
+    lf_source s = {NULL, busy_wait, busy_dispatch, NULL};
+    struct timespec dl;
+    struct lf_pool_stats st;
+    double t0 = lft_now();
+    CHECK_EQ(lf_pool_init(&p), 0);
+    CHECK_EQ(lf_follower_init(&f, 0), 0);
+    CHECK_EQ(lf_deadline_in(&dl, 30 * 1000000LL), 0);
+    CHECK_EQ(lf_pool_join(&p, &f, &s, &dl), ETIMEDOUT); /* (a hang: the watchdog) */
+    CHECK(lft_now() - t0 >= 0.029);
+    CHECK_EQ(lf_pool_stats(&p, &st), 0);
+    CHECK_EQ(st.leader, 0);
+    CHECK_EQ(st.processing, 0);
+    CHECK_EQ(st.timeouts, 1);
+    lf_follower_destroy(&f);
+    CHECK_EQ(lf_pool_destroy(&p), 0);
+}
+
 int main(void)
 {
     lf_follower a, b;
@@ -124,6 +162,7 @@ int main(void)
     lft_start("t_pool_errors", 20);
     on_garbage();
     deadlines_never_early();
+    deadline_under_work();
     /* NULL and uninitialised objects */
     CHECK_EQ(lf_pool_init(NULL), EINVAL);
     CHECK_EQ(lf_follower_init(NULL, 0), EINVAL);

@@ -368,6 +368,34 @@ static void churn(unsigned flags, uint32_t edge)
            edge ? "edge" : "one-shot", flags ? ", concurrent" : "", total, NCONN, writes);
 }
 
+/* ------------------------------------------------------------------ E */
+
+/* A peer's half-close is LF_EV_READ with the data first, then EOF, on every backend
+ * (epoll reported it as LF_EV_CLOSE with the request still unread). */
+static void half_close(void)
+{
+    struct probe p;
+    int s[2];
+    char buf[8];
+
+    CHECK_EQ(lf_reactor_init(&R), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    nonblock(s[0]);
+    memset(&p, 0, sizeof p);
+    p.next = UINT32_MAX;
+    lf_handler_init(&p.h, probe_event, NULL);
+    CHECK_EQ(lf_reactor_register(&R, &p.h, s[0], LF_EV_READ), 0);
+    CHECK(write(s[1], "req", 3) == 3);
+    CHECK_EQ(shutdown(s[1], SHUT_WR), 0);
+    CHECK_EQ(turn(2000), 0);
+    CHECK_EQ(p.seen, LF_EV_READ);
+    CHECK_EQ(read(s[0], buf, sizeof buf), 3); /* the request is all there */
+    CHECK_EQ(read(s[0], buf, sizeof buf), 0); /* then EOF */
+    CHECK_EQ(lf_reactor_remove(&R, &p.h), 0);
+    CHECK_EQ(lf_reactor_destroy(&R), 0);
+    close(s[1]);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -376,6 +404,7 @@ int main(void)
     own_and_other(0);
     own_and_other(LF_EV_EDGE);
     bad_input();
+    half_close();
     churn(0, 0);
     churn(0, LF_EV_EDGE);
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL

@@ -11,7 +11,9 @@
  *     returned and ends before the next arming finds 0), one arming gives at most 1.
  *   D cancel race: the same with lf_reactor_timer_cancel in place of the restart.
  *   E behind: a periodic timer whose handler blocks for 20 periods reports the
- *     periods it missed (one expiry event, many periods).
+ *     periods it missed (one expiry event, many periods); and one whose handler
+ *     takes 2.5 periods every time is counted in full over 60 periods (it lost the
+ *     part period at every late expiry: 80% counted).
  * Compiled once per promotion policy x backend. */
 #include "../lf_reactor.h"
 #include "lf_test.h"
@@ -102,6 +104,13 @@ static void coalesce(void)
     CHECK_EQ(a_ev, LF_EV_TIMEOUT);
     CHECK_EQ(a_fa, 2);
     CHECK_EQ(lf_reactor_timer_cancel(&R, &ta), 0);
+    /* a removal cancels h's armed timers, and forgets as a cancel does */
+    CHECK_EQ(lf_reactor_deactivate(&R, &h), 0);
+    CHECK_EQ(lf_reactor_timer_start(&R, &ta, &h, 0, HOUR), 0); /* periodic: armed after */
+    lft_sleep_ms(2);
+    CHECK_EQ(turn(20), ETIMEDOUT); /* expired, posted, not dispatched */
+    CHECK_EQ(lf_reactor_remove(&R, &h), 0);
+    CHECK_EQ(lf_timer_fired(&ta), 0);
     CHECK_EQ(lf_reactor_destroy(&R), 0);
 }
 
@@ -271,6 +280,46 @@ static void behind(void)
            e_counts[1]);
 }
 
+static lf_timer st;
+static double st_t0, st_last;
+static unsigned long long st_sum;
+
+static int st_event(lf_handler *h, int fd, uint32_t ev)
+{
+    (void)h;
+    (void)fd;
+    (void)ev;
+    st_last = lft_now() - st_t0; /* every period ended by now is counted by now */
+    st_sum += lf_timer_fired(&st);
+    lft_sleep_ms(25);
+    return LF_KEEP;
+}
+
+static void slow_periodic(void)
+{
+    lf_handler h;
+    long long periods;
+    CHECK_EQ(lf_reactor_init(&R), 0);
+    lf_handler_init(&h, st_event, NULL);
+    lf_timer_init(&st);
+    CHECK_EQ(lf_reactor_register(&R, &h, quiet_fd(), LF_EV_READ), 0);
+    st_sum = 0;
+    st_t0 = lft_now();
+    CHECK_EQ(lf_reactor_timer_start(&R, &st, &h, 10000000, 10000000), 0);
+    while (lft_now() - st_t0 < 0.6) {
+        CHECK_EQ(turn(2000), 0);
+        lft_progress();
+    }
+    periods = (long long)(st_last / 0.010); /* ended before the last take, at most */
+    if ((long long)st_sum < periods - 2) {
+        fprintf(stderr, "slow periodic: %llu counted, %lld periods ended\n", st_sum, periods);
+        exit(1);
+    }
+    CHECK((long long)st_sum <= periods + 1);
+    CHECK_EQ(lf_reactor_destroy(&R), 0);
+    printf("  E slow handler: %llu expiries counted for %lld periods ended\n", st_sum, periods);
+}
+
 int main(void)
 {
     lft_start("t_reactor_timer_id", 30);
@@ -280,6 +329,7 @@ int main(void)
     restart_race(0);
     restart_race(1);
     behind();
+    slow_periodic();
     lft_pass();
     return 0;
 }

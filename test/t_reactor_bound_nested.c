@@ -1,0 +1,116 @@
+/* Hybrid lf_bound: a send that waits for room turns the reactor while it holds the
+ * send token; a handler run in that turn that sends on the same bound (a nested
+ * lf_bound_call, with no deadline) is told EDEADLK at once. It used to wait for the
+ * token its own thread held: for good. The outer call then completes. */
+#define LF_BOUND_REACTOR 1
+#include "../lf_bound.h"
+#include "lf_test.h"
+
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+
+static lf_reactor r;
+static lf_bound b;
+static int peer;
+static LFT_ATOMIC(int) inner_rc = -1;
+
+static int parse(void *u, const unsigned char *h, uint64_t *id, size_t *len)
+{
+    uint32_t l;
+    (void)u;
+    memcpy(id, h, 8);
+    memcpy(&l, h + 8, 4);
+    *len = l;
+    return 0;
+}
+
+static int on_ev(lf_handler *h, int fd, uint32_t ev)
+{
+    uint64_t x;
+    lf_bound_ctx c;
+    char buf[64];
+    unsigned char req[12] = {2};
+    (void)h;
+    (void)ev;
+    if (read(fd, &x, 8) != 8)
+        return LF_KEEP;
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    lft_store(&inner_rc, lf_bound_call(&b, &c, 2, req, sizeof req, NULL));
+    lf_bound_ctx_destroy(&c);
+    return LF_KEEP;
+}
+
+static void *server(void *a)
+{
+    (void)a;
+    lft_sleep_ms(200); /* the client's socket fills; its send waits for room */
+    for (;;) {
+        unsigned char hdr[12], rep[12] = {0};
+        size_t got = 0;
+        uint32_t l;
+        while (got < 12) {
+            ssize_t n = read(peer, hdr + got, 12 - got);
+            if (n <= 0)
+                return NULL;
+            got += (size_t)n;
+        }
+        memcpy(&l, hdr + 8, 4);
+        while (l > 0) {
+            char body[65536];
+            ssize_t n = read(peer, body, l < sizeof body ? l : sizeof body);
+            if (n <= 0)
+                return NULL;
+            l -= (uint32_t)n;
+            lft_progress();
+        }
+        memcpy(rep, hdr, 8);
+        if (write(peer, rep, 12) != 12)
+            return NULL;
+    }
+}
+
+int main(void)
+{
+    int sv[2], efd;
+    struct lf_bound_hooks k;
+    lf_handler h;
+    pthread_t st;
+    size_t big = 8u << 20;
+    unsigned char *req;
+    uint32_t l = (uint32_t)big;
+    lf_bound_ctx c;
+    char buf[64];
+    uint64_t one = 1;
+
+    lft_start("t_reactor_bound_nested", 30);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    peer = sv[1];
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    memset(&k, 0, sizeof k);
+    k.header_len = 12;
+    k.parse_header = parse;
+    CHECK_EQ(lf_bound_init(&b, sv[0], &k), 0);
+    CHECK_EQ(lf_bound_attach(&b, &r), 0);
+    CHECK((efd = eventfd(0, EFD_NONBLOCK)) >= 0);
+    lf_handler_init(&h, on_ev, NULL);
+    CHECK_EQ(lf_reactor_register(&r, &h, efd, LF_EV_READ), 0);
+    CHECK(write(efd, &one, 8) == 8); /* ready: the send's first turn runs it */
+    CHECK(pthread_create(&st, NULL, server, NULL) == 0);
+    CHECK((req = (unsigned char *)calloc(1, big + 12)) != NULL);
+    req[0] = 1;
+    memcpy(req + 8, &l, 4);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    CHECK_EQ(lf_bound_call(&b, &c, 1, req, big + 12, NULL), 0);
+    CHECK_EQ(lft_load(&inner_rc), EDEADLK);
+    lf_bound_ctx_destroy(&c);
+    free(req);
+    shutdown(sv[0], SHUT_RDWR);
+    CHECK(pthread_join(st, NULL) == 0);
+    CHECK_EQ(lf_reactor_stop(&r), 0);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(sv[1]);
+    printf("t_reactor_bound_nested %s: a send on the bound from a handler run inside its "
+           "own room-wait: EDEADLK; the outer 8 MiB call completed\n", lf_reactor_backend_name());
+    return 0;
+}

@@ -80,7 +80,7 @@ done
 for s in floor hshr tpc; do
     $cc $cflags -o "$build/srv_$s" "$here/srv_$s.c" -pthread
 done
-$cc $cflags -o "$build/oltp" "$here/oltp.c" $urcu -pthread
+$cc $cflags -o "$build/oltp" "$here/oltp.c" "$here/oltp_demo.c" "$here/oltp_soak.c" $urcu -pthread
 $cxx -std=c++17 -O2 -I"$here" -DACE_REACTOR_KIND=1 -o "$build/srv_ace_tp" "$here/srv_ace.cc" \
     -lACE -pthread 2>"$build/ace.log" || unavailable="$unavailable ace.tp"
 $cxx -std=c++17 -O2 -I"$here" -DACE_REACTOR_KIND=2 -o "$build/srv_ace_dp" "$here/srv_ace.cc" \

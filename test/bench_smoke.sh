@@ -22,7 +22,8 @@ $cc $cflags $san -DLF_REACTOR_BACKEND=LF_REACTOR_POLL -DLF_PROMOTE=LF_PROMOTE_FI
 for s in floor hshr tpc; do
     $cc $cflags $san -o "$build/srv_$s" "$bench/srv_$s.c" -pthread
 done
-$cc $cflags $san -o "$build/oltp" "$bench/oltp.c" $urcu -pthread
+$cc $cflags $san -o "$build/oltp" "$bench/oltp.c" "$bench/oltp_demo.c" "$bench/oltp_soak.c" \
+    $urcu -pthread
 
 pid=
 cleanup() { [ -z "$pid" ] || kill "$pid" 2>/dev/null || true; }

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test/soak.sh - the OLTP demo soaked: oltp soak (bench/oltp.c, SOAK) under ASan+UBSan.
+# test/soak.sh - the OLTP demo soaked: oltp soak (bench/oltp_soak.c) under ASan+UBSan.
 # Client connections churn (clean closes, resets idle, under a request, after part of
 # one, idle closes by the front-end's timers), back-end connections break and are
 # re-opened, transactions stall into timeouts; every request must end answered and
@@ -32,7 +32,8 @@ bin=$build/oltp.soak
 log=$build/soak.log
 rcfile=$build/soak.rc
 # shellcheck disable=SC2086
-$cc $cflags $flags -o "$bin" "$root/bench/oltp.c" $urcu -pthread
+$cc $cflags $flags -o "$bin" "$root/bench/oltp.c" "$root/bench/oltp_demo.c" \
+    "$root/bench/oltp_soak.c" $urcu -pthread
 
 # leaks are checked at each process's normal exit (the servers exit on SIGTERM)
 ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=0:detect_leaks=1}

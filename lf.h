@@ -6,7 +6,9 @@
  *   source. When it detects an event it PROMOTES one of the FOLLOWERS to be the next
  *   leader, *before* it processes the event, and then becomes a PROCESSING thread.
  *   Processing threads run concurrently. A thread that finishes processing becomes the
- *   leader at once if the leader slot is vacant, or else a follower. Only one thread at a
+ *   leader at once if the leader slot is vacant, or else a follower (but see TAKEOVER
+ *   below: it also leads at once if the follower just promoted has not started to
+ *   run yet). Only one thread at a
  *   time ever waits on the event source, so the source needs no locking of its own, and
  *   the thread that detected an event is the one that handles it (no queue, no hand-off
  *   of the event between threads).
@@ -51,6 +53,10 @@
  *                on Linux, LF_SYNC_PTHREAD elsewhere (and with LF_PORTABLE).
  *       LF_SYNC_FUTEX       a 32-bit futex word per follower (Linux).
  *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
+ *   LF_TAKEOVER  1 (default) or 0: whether a thread back from processing takes over a
+ *                promotion whose follower has not started to run yet (see SCHEDULING).
+ *   LF_SCHED_BATCH  1 (default on Linux) or 0: lf_pool_join runs a SCHED_OTHER thread
+ *                as SCHED_BATCH while it is joined (see SCHEDULING).
  *   LF_PORTABLE  use only POSIX facilities, also on Linux: the paths a BSD, macOS or
  *                RTOS build takes (lf_reactor.h: pipe wake-ups, poll by default, no
  *                signalfd), so that Linux can test them.
@@ -141,6 +147,38 @@
  *       lock, to make the current or the *next* wait return early (it must be sticky,
  *       like a write to an eventfd); it must not block or call into the pool.
  *
+ * SCHEDULING: TAKEOVER AND SCHED_BATCH
+ *   The pattern promotes before it processes, so a handler that blocks never leaves
+ *   the event source unwatched. The price is a wake-up per promotion, and on a busy
+ *   machine the scheduler decides what that wake-up does:
+ *   - Linux lets a woken thread preempt the thread that woke it. The promoted
+ *     follower then takes the CPU from its promoter, which holds the event it just
+ *     detected: that event waits until the promoter runs again, up to a scheduler
+ *     tick (4 ms at HZ=250) when the other CPUs are busy. This is the tail latency of
+ *     a naive Leader/Followers pool (and of thread pools that hand work over the
+ *     same way). So lf_pool_join runs its thread as SCHED_BATCH, the policy whose
+ *     wake-ups do not preempt: a promoted follower runs on an idle CPU at once, or
+ *     else after its promoter yields. Only a SCHED_OTHER thread is changed (never a
+ *     real-time one), the old policy is back when lf_pool_join returns, and a refusal
+ *     (a sandbox) is ignored. lf_pool_lead, _promote and the reactor's
+ *     lf_reactor_handle_events leave the policy alone. LF_SCHED_BATCH=0 turns it
+ *     off; it exists on Linux only.
+ *   - A promoted follower that has not started to run yet would still hold the
+ *     leader slot, and every thread that finishes processing meanwhile would park
+ *     behind it. So a thread back from processing (lf_pool_lead or lf_pool_join
+ *     after lf_pool_promote) that finds the promoted follower not yet running takes
+ *     the leadership itself; the follower, put back where it was in the follower
+ *     set, finds its wake-up withdrawn and parks again. The claim is a
+ *     compare-and-swap on the follower's word, so exactly one of the two leads.
+ *     Counted in stats.takeovers. HEAP takes over only from a follower of equal or
+ *     lower priority; a follower with a notification pending is left alone; a
+ *     thread new to the pool (not back from processing) never takes over.
+ *     LF_TAKEOVER=0 turns it off: every promotion is then a strict hand-off.
+ *   Together: when handlers are short, the thread that detected an event usually
+ *   handles it and leads again before its follower ever runs, at the cost of one
+ *   futex wake per promotion; when a handler blocks or runs long, the follower it
+ *   promoted runs and leads, as the pattern promises.
+ *
  * LIMITS
  *   - Followers parked at once: unlimited (intrusive links, no allocation at all).
  *   - One mutex per pool guards the roles; the expensive part of a hand-off is the
@@ -193,6 +231,19 @@
 #if LF_SYNC == LF_SYNC_FUTEX && !defined(__linux__)
 #error "lf.h: LF_SYNC_FUTEX needs Linux; use -DLF_SYNC=LF_SYNC_PTHREAD"
 #endif
+#ifndef LF_TAKEOVER
+#define LF_TAKEOVER 1
+#endif
+#ifndef LF_SCHED_BATCH
+#ifdef LF__LINUX
+#define LF_SCHED_BATCH 1
+#else
+#define LF_SCHED_BATCH 0
+#endif
+#endif
+#if LF_SCHED_BATCH && !defined(__linux__)
+#error "lf.h: LF_SCHED_BATCH needs Linux"
+#endif
 
 #ifdef LF_H_INCLUDED
 #if LF_PROMOTE != LF__PROMOTE_SEEN || LF_SYNC != LF__SYNC_SEEN
@@ -220,6 +271,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -341,6 +393,7 @@ struct lf_pool_stats {
     unsigned long long timeouts;          /* lead/join calls ended by their deadline */
     unsigned long long dispatch_errors;   /* dispatch callbacks that returned non-zero */
     unsigned long long notifications;     /* lf_pool_notify calls */
+    unsigned long long takeovers;         /* promotions taken over (see TAKEOVER) */
     unsigned leader;                      /* 0 or 1, now */
     unsigned followers;                   /* parked now */
     unsigned processing;                  /* promoted leaders not yet back, now */
@@ -360,7 +413,16 @@ typedef struct lf__heap {
 } lf__heap;
 
 enum { LF__NONE = 0, LF__FOLLOWER, LF__LEADER, LF__PROCESSING };
-enum { LF__WAITING = 0, LF__WAKE_LEAD = 1, LF__WAKE_SHUTDOWN = 2, LF__WAKE_NOTIFY = 3 };
+/* a follower's word: WAITING while parked; the promoter posts WAKE_LEAD, which the
+ * follower turns into LEADING when it runs (unless a takeover turned it back into
+ * WAITING first: one compare-and-swap decides) */
+enum {
+    LF__WAITING = 0,
+    LF__WAKE_LEAD = 1,
+    LF__WAKE_SHUTDOWN = 2,
+    LF__WAKE_NOTIFY = 3,
+    LF__LEADING = 4
+};
 
 struct LF__CFG(lf_follower) {
     /* public */
@@ -368,7 +430,7 @@ struct LF__CFG(lf_follower) {
     /* private */
     int lf__role;                 /* LF__NONE..LF__PROCESSING, under the pool lock */
     int lf__notified;             /* lf_pool_notify not yet reported, under the pool lock */
-    LF__ATOMIC(uint32_t) lf__word; /* LF__WAITING / _WAKE_LEAD / _WAKE_SHUTDOWN */
+    LF__ATOMIC(uint32_t) lf__word; /* LF__WAITING, LF__WAKE_*, LF__LEADING */
     const lf_source *lf__src;      /* the source this thread will wait on as leader */
 #if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
     lf_follower *lf__prev, *lf__next;
@@ -400,6 +462,18 @@ struct LF__CFG(lf_pool) {
 };
 
 #define LF__TAG (0x4c460000u | ((unsigned)LF_PROMOTE << 8) | (unsigned)LF_SYNC)
+
+/* A follower's word goes from `from` to `to`, or stays as it is if it no longer holds
+ * `from` (a strong compare-and-swap, seq_cst). 1 if it went. */
+static inline int lf__word_claim(lf_follower *f, uint32_t from, uint32_t to)
+{
+    uint32_t seen = from;
+    while (!lf__cas(&f->lf__word, &seen, to)) {
+        if (seen != from)
+            return 0;
+    }
+    return 1;
+}
 
 /* ------------------------------------------------------------------ >>time */
 
@@ -646,7 +720,15 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
     for (;;) {
         /* acquire: pairs with the promoter's release store, so the role fields it
          * wrote under the lock are visible without taking the lock again */
-        if (lf__load(&f->lf__word, acquire) != LF__WAITING)
+        uint32_t w = lf__load(&f->lf__word, acquire);
+        if (w == LF__WAKE_LEAD) {
+            /* running now: claim the promotion, unless a takeover withdrew it first
+             * (then the word is WAITING again and we park again) */
+            if (lf__word_claim(f, LF__WAKE_LEAD, LF__LEADING))
+                return 0;
+            continue;
+        }
+        if (w != LF__WAITING)
             return 0;
         if (lf__futex_wait(f, deadline) != 0 && errno == ETIMEDOUT) {
             pthread_mutex_lock(&p->lf__lock);
@@ -691,6 +773,8 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         if (rc == ETIMEDOUT)
             return ETIMEDOUT; /* lock held; the word is final under it */
     }
+    if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD) /* a takeover needs the lock */
+        lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
     pthread_mutex_unlock(&p->lf__lock);
     return 0;
 }
@@ -737,6 +821,19 @@ static inline void lf__set_push(lf_pool *p, lf_follower *f)
         p->lf__first = f;
     p->lf__last = f;
 #endif
+}
+
+/* A takeover puts the follower it withdrew a promotion from back at the front, where
+ * lf__set_pop found it (both policies pop from the front). */
+static inline void lf__set_putback(lf_pool *p, lf_follower *f)
+{
+    f->lf__prev = NULL;
+    f->lf__next = p->lf__first;
+    if (p->lf__first)
+        p->lf__first->lf__prev = f;
+    else
+        p->lf__last = f;
+    p->lf__first = f;
 }
 
 static inline void lf__set_remove(lf_pool *p, lf_follower *f)
@@ -788,6 +885,12 @@ static inline void lf__set_init(lf_pool *p)
 static inline void lf__set_push(lf_pool *p, lf_follower *f)
 {
     f->lf__seq = p->lf__seq++;
+    lf__heap_insert(&p->lf__heap, &f->lf__node);
+}
+
+/* (back with its old arrival number: first among its equals again) */
+static inline void lf__set_putback(lf_pool *p, lf_follower *f)
+{
     lf__heap_insert(&p->lf__heap, &f->lf__node);
 }
 
@@ -899,7 +1002,7 @@ static inline int lf_pool_init(lf_pool *p)
     p->lf__followers = p->lf__processing = p->lf__joined = 0;
     p->lf__stats.promotions = p->lf__stats.promotions_vacant = 0;
     p->lf__stats.leads = p->lf__stats.timeouts = p->lf__stats.dispatch_errors = 0;
-    p->lf__stats.notifications = 0;
+    p->lf__stats.notifications = p->lf__stats.takeovers = 0;
     p->lf__stats.leader = p->lf__stats.followers = 0;
     p->lf__stats.processing = p->lf__stats.joined = 0;
     p->lf__tag = LF__TAG;
@@ -1023,12 +1126,15 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
             pthread_mutex_unlock(&p->lf__lock);
             return ETIMEDOUT;
         }
+        /* promoted at the last moment: claim it while the lock keeps takeovers out */
+        if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD)
+            lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
         pthread_mutex_unlock(&p->lf__lock);
     }
     /* the promoter, lf_pool_notify or lf_pool_shutdown set our role before posting the
      * verdict */
     switch (lf__load(&f->lf__word, relaxed)) {
-    case LF__WAKE_LEAD:
+    case LF__LEADING:
         return 0;
     case LF__WAKE_NOTIFY:
         return EINTR;
@@ -1037,6 +1143,32 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
     }
 #endif
 }
+
+#if LF_PROMOTE != LF_PROMOTE_CONDVAR
+/* Lock held, the slot taken by another thread. If it is a promoted follower that has
+ * not started to run (its word still says WAKE_LEAD), withdraw the promotion, put the
+ * follower back and lead instead (TAKEOVER in the doc block). 1 if f leads now. */
+static inline int lf__takeover(lf_pool *p, lf_follower *f)
+{
+    lf_follower *g = p->lf__leader;
+
+    if (g->lf__role != LF__LEADER || g->lf__notified)
+        return 0;
+#if LF_PROMOTE == LF_PROMOTE_HEAP
+    if (f->priority < g->priority)
+        return 0;
+#endif
+    if (!lf__word_claim(g, LF__WAKE_LEAD, LF__WAITING))
+        return 0; /* it runs already (or has been waiting as leader since lf_pool_lead) */
+    g->lf__role = LF__FOLLOWER;
+    lf__set_putback(p, g);
+    p->lf__followers++;
+    p->lf__stats.takeovers++;
+    p->lf__leader = f;
+    f->lf__role = LF__LEADER; /* (leads: g's promotion counted it already) */
+    return 1;
+}
+#endif
 
 /* try: do not follow; EBUSY if the slot is taken (or promised to a follower). */
 static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
@@ -1049,7 +1181,8 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
         pthread_mutex_unlock(&p->lf__lock);
         return EINVAL;
     }
-    if (f->lf__role == LF__PROCESSING) {
+    int back = f->lf__role == LF__PROCESSING; /* back from processing: may take over */
+    if (back) {
         p->lf__processing--;
         f->lf__role = LF__NONE;
     }
@@ -1064,7 +1197,12 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
     }
     f->lf__src = src;
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
-    if (p->lf__leader == NULL && !p->lf__reserved) {
+    if (p->lf__leader == NULL && (!p->lf__reserved || (LF_TAKEOVER && back))) {
+        /* a reserved slot taken over: the signalled follower finds it taken and waits on */
+        if (p->lf__reserved) {
+            p->lf__reserved = 0;
+            p->lf__stats.takeovers++;
+        }
 #else
     if (p->lf__leader == NULL) {
         LF_ASSERT(p->lf__followers == 0); /* a direct hand-off never leaves them behind */
@@ -1075,6 +1213,12 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
         pthread_mutex_unlock(&p->lf__lock);
         return 0;
     }
+#if LF_PROMOTE != LF_PROMOTE_CONDVAR
+    if (LF_TAKEOVER && back && lf__takeover(p, f)) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return 0;
+    }
+#endif
     if (try_only) {
         pthread_mutex_unlock(&p->lf__lock);
         return EBUSY;
@@ -1209,12 +1353,38 @@ static inline int lf_pool_shutdown(lf_pool *p)
     return 0;
 }
 
+/* SCHEDULING in the doc block: a joined SCHED_OTHER thread runs as SCHED_BATCH (the
+ * kernel's number for it is the same on every architecture; glibc shows the name only
+ * with _GNU_SOURCE). Returns 1 if it changed the policy, for lf__sched_restore. */
+static inline int lf__sched_batch(void)
+{
+#if LF_SCHED_BATCH
+    struct sched_param sp;
+    int policy;
+    if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0 || policy != SCHED_OTHER)
+        return 0;
+    sp.sched_priority = 0;
+    return pthread_setschedparam(pthread_self(), 3 /* SCHED_BATCH */, &sp) == 0;
+#else
+    return 0;
+#endif
+}
+
+static inline void lf__sched_restore(int changed)
+{
+    if (changed) {
+        struct sched_param sp;
+        sp.sched_priority = 0;
+        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+    }
+}
+
 /* Contract: any thread with its own follower record; s must outlive the call.
  * See the doc block for the loop and its results. */
 static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
                                const struct timespec *deadline)
 {
-    int rc;
+    int rc, batch;
 
     if (!lf__args_ok(p, f) || s == NULL || s->wait == NULL || s->dispatch == NULL ||
         !lf__deadline_ok(deadline))
@@ -1226,6 +1396,7 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
     }
     p->lf__joined++;
     pthread_mutex_unlock(&p->lf__lock);
+    batch = lf__sched_batch();
 
     while ((rc = lf__lead(p, f, s, deadline, 0)) == 0) {
         lf_event ev;
@@ -1266,6 +1437,7 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
         }
     }
 
+    lf__sched_restore(batch);
     pthread_mutex_lock(&p->lf__lock);
     p->lf__joined--;
     pthread_mutex_unlock(&p->lf__lock);

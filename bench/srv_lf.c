@@ -95,6 +95,21 @@ static int on_accept(lf_handler *h, int fd, uint32_t events)
     }
 }
 
+/* SRV_STATS=1: the pool's counters on stderr once a second (leads, promotions,
+ * takeovers), to see how leadership moves under a load */
+static void *stats(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        struct lf_pool_stats s;
+        sleep(1);
+        lf_pool_stats(&reactor.pool, &s);
+        fprintf(stderr, "srv_lf: leads %llu promotions %llu vacant %llu takeovers %llu\n",
+                s.leads, s.promotions, s.promotions_vacant, s.takeovers);
+    }
+    return NULL;
+}
+
 static void *run(void *arg)
 {
     (void)arg;
@@ -120,6 +135,11 @@ int main(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "srv_lf: register listener: %s\n", strerror(rc));
         return 2;
+    }
+    if (getenv("SRV_STATS")) {
+        pthread_t t;
+        if (pthread_create(&t, NULL, stats, NULL) != 0)
+            srv_die("pthread_create");
     }
     for (int i = 1; i < a.threads; i++) {
         pthread_t t;

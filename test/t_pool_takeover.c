@@ -1,0 +1,238 @@
+/* SCHEDULING in lf.h: takeover and SCHED_BATCH.
+ *
+ * 1. A thread back from processing takes over a promotion whose follower has not run
+ *    yet. To hold the follower off the CPU without hooks, both threads are pinned to
+ *    one CPU and the follower is SCHED_BATCH, whose wake-ups do not preempt: after
+ *    the promotion it stays runnable, not running, until the promoter sleeps (or a
+ *    scheduler tick lands, which is why a few misses are allowed). The promoter
+ *    calls lf_pool_lead at once and must lead again, counted in stats.takeovers;
+ *    the follower, once it runs, must park again (one leader, one follower). Then the
+ *    promoter promotes and sleeps instead: the follower must lead (a blocked
+ *    processing thread never leaves the slot to nobody).
+ *    HEAP: a returning thread of lower priority must not take over (it follows).
+ *    LF_TAKEOVER=0: never taken over.
+ * 2. lf_pool_join runs a SCHED_OTHER thread as SCHED_BATCH and restores it; a thread
+ *    of another policy (SCHED_IDLE, which needs no privilege) is left alone.
+ * Linux only (affinity and the policies); elsewhere it reports what it skipped. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_setaffinity, SCHED_BATCH, SCHED_IDLE */
+#endif
+#include "../lf.h"
+#include "lf_test.h"
+
+#ifdef __linux__
+#include <sched.h>
+
+#define ROUNDS 40
+
+static lf_pool pool;
+static LFT_ATOMIC(int) y_led;   /* times the follower thread led */
+static LFT_ATOMIC(int) y_state; /* 2: the follower thread is asked to quit */
+static int y_priority;
+
+static void pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
+}
+
+static int policy_now(void)
+{
+    struct sched_param sp;
+    int policy = -1;
+    CHECK(pthread_getschedparam(pthread_self(), &policy, &sp) == 0);
+    return policy;
+}
+
+static int set_policy(int policy)
+{
+    struct sched_param sp;
+    sp.sched_priority = 0;
+    return pthread_setschedparam(pthread_self(), policy, &sp);
+}
+
+static int the_cpu;
+
+static struct lf_pool_stats stats_now(void)
+{
+    struct lf_pool_stats s;
+    CHECK(lf_pool_stats(&pool, &s) == 0);
+    return s;
+}
+
+/* The follower: SCHED_BATCH on the main thread's CPU. Whenever it leads, it waits
+ * for the main thread to park and promotes it, so the slot always comes back. */
+static void *follower(void *arg)
+{
+    lf_follower f;
+    (void)arg;
+    pin(the_cpu);
+    CHECK(set_policy(SCHED_BATCH) == 0);
+    CHECK(lf_follower_init(&f, y_priority) == 0);
+    for (;;) {
+        CHECK_EQ(lf_pool_lead(&pool, &f, NULL), 0);
+        lft_add(&y_led, 1);
+        while (stats_now().followers != 1 && lft_load(&y_state) != 2)
+            lft_sleep_ms(1);
+        if (lft_load(&y_state) == 2)
+            break;
+        CHECK(lf_pool_promote(&pool, &f) == 0); /* to the main thread, parked */
+        lft_sleep_ms(1); /* "processing": the main thread runs and leads */
+    }
+    CHECK(lf_pool_leave(&pool, &f) == 0);
+    lf_follower_destroy(&f);
+    return NULL;
+}
+
+static void takeover(int follower_priority, int main_priority)
+{
+    pthread_t t;
+    lf_follower self;
+    int taken = 0, expect_takeover = LF_TAKEOVER; /* 0: a strict hand-off, never */
+
+#if LF_PROMOTE == LF_PROMOTE_HEAP
+    expect_takeover = expect_takeover && main_priority >= follower_priority;
+#endif
+    y_priority = follower_priority;
+    lft_store(&y_led, 0);
+    lft_store(&y_state, 0);
+    CHECK(lf_pool_init(&pool) == 0);
+    CHECK(lf_follower_init(&self, main_priority) == 0);
+    CHECK(lf_pool_lead(&pool, &self, NULL) == 0);
+    CHECK(pthread_create(&t, NULL, follower, NULL) == 0);
+    int parked;
+    WAIT_FOR(parked, stats_now().followers == 1, 10000);
+    CHECK(parked);
+
+    for (int i = 0; i < ROUNDS; i++) {
+        unsigned long long before;
+        int led;
+        WAIT_FOR(parked, stats_now().followers == 1, 10000); /* it parked again */
+        CHECK(parked);
+        before = stats_now().takeovers;
+        led = lft_load(&y_led);
+        /* promote, then back at once: the follower is runnable but not running */
+        CHECK(lf_pool_promote(&pool, &self) == 0);
+        CHECK_EQ(lf_pool_lead(&pool, &self, NULL), 0);
+        if (lft_load(&y_led) == led) {
+            /* we lead again and it never did: only a takeover gets here (the slot
+             * was promised to it), and it is back in the follower set */
+            CHECK_EQ(stats_now().takeovers, before + 1);
+            CHECK_EQ(stats_now().followers, 1u);
+            taken++;
+        } else {
+            /* it ran first (a tick), or HEAP made us follow: it led, and promoted us */
+            CHECK_EQ(stats_now().takeovers, before);
+        }
+        CHECK_EQ(stats_now().leader, 1u);
+        lft_progress();
+    }
+    /* the follower gets the CPU now: a withdrawn wake-up must leave it parked */
+    lft_sleep_ms(20);
+    CHECK_EQ(stats_now().followers, 1u);
+    if (expect_takeover) {
+        /* a tick between our promote and our lead is the only way to miss */
+        if (taken < ROUNDS / 2)
+            fprintf(stderr, "takeovers: %d of %d rounds\n", taken, ROUNDS);
+        CHECK(taken >= ROUNDS / 2);
+    } else {
+        CHECK_EQ(taken, 0);
+        CHECK_EQ(stats_now().takeovers, 0ULL);
+    }
+
+    /* The promise kept: promote and do not come back; the follower must lead. */
+    {
+        int led = lft_load(&y_led);
+        CHECK(lf_pool_promote(&pool, &self) == 0);
+        AWAIT(lft_load(&y_led) == led + 1, "the promoted follower leads while we process");
+        CHECK(lf_pool_leave(&pool, &self) == 0);
+    }
+    lft_store(&y_state, 2);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(lf_pool_shutdown(&pool) == 0);
+    lf_follower_destroy(&self);
+    CHECK(lf_pool_destroy(&pool) == 0);
+    printf("  takeover (follower priority %d, ours %d): %d of %d promotions taken over\n",
+           follower_priority, main_priority, taken, ROUNDS);
+}
+
+/* ---- 2: the policy inside lf_pool_join */
+static LFT_ATOMIC(int) seen_policy;
+static LFT_ATOMIC(int) events_left;
+
+static int src_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
+{
+    (void)ctx;
+    (void)deadline;
+    if (lft_add(&events_left, -1) <= 0) {
+        lf_pool_shutdown(&pool);
+        return ECANCELED;
+    }
+    ev->u64 = 1;
+    return 0;
+}
+
+static int src_dispatch(void *ctx, lf_event *ev)
+{
+    (void)ctx;
+    (void)ev;
+    lft_store(&seen_policy, policy_now());
+    return 0;
+}
+
+static int joined_policy(int before)
+{
+    lf_follower self;
+    lf_source src;
+    memset(&src, 0, sizeof src);
+    src.wait = src_wait;
+    src.dispatch = src_dispatch;
+    CHECK(set_policy(before) == 0);
+    CHECK(lf_pool_init(&pool) == 0);
+    CHECK(lf_follower_init(&self, 0) == 0);
+    lft_store(&events_left, 3);
+    lft_store(&seen_policy, -1);
+    CHECK_EQ(lf_pool_join(&pool, &self, &src, NULL), ECANCELED);
+    CHECK_EQ(policy_now(), before); /* restored (or never changed) */
+    lf_follower_destroy(&self);
+    CHECK(lf_pool_destroy(&pool) == 0);
+    CHECK(set_policy(SCHED_OTHER) == 0 || before == SCHED_IDLE);
+    return lft_load(&seen_policy);
+}
+
+int main(void)
+{
+    lft_start("t_pool_takeover", 30);
+    printf("t_pool_takeover %s/%s:\n", lf_promote_name(), lf_sync_name());
+    the_cpu = sched_getcpu();
+    CHECK(the_cpu >= 0);
+    pin(the_cpu);
+    takeover(0, 0);
+#if LF_PROMOTE == LF_PROMOTE_HEAP
+    takeover(5, 1); /* lower priority than the promoted follower: no takeover */
+#endif
+    {
+        int in_other = joined_policy(SCHED_OTHER);
+        int in_idle;
+#if LF_SCHED_BATCH
+        CHECK_EQ(in_other, SCHED_BATCH);
+#else
+        CHECK_EQ(in_other, SCHED_OTHER);
+#endif
+        in_idle = joined_policy(SCHED_IDLE);
+        CHECK_EQ(in_idle, SCHED_IDLE); /* not SCHED_OTHER: left alone */
+        printf("  lf_pool_join: SCHED_OTHER runs as %s, SCHED_IDLE as is, both restored\n",
+               in_other == SCHED_BATCH ? "SCHED_BATCH" : "SCHED_OTHER");
+    }
+    lft_pass();
+    return 0;
+}
+#else
+int main(void)
+{
+    printf("t_pool_takeover: Linux only (CPU affinity, SCHED_BATCH); skipped\n");
+    return 0;
+}
+#endif

@@ -3,9 +3,11 @@
 #
 #   bench/servers.sh [BUILD_DIR]        (default: build/bench under the repository)
 #   env: QUICK (0; 1: one round of 1 s per row), ROUNDS (5), SECS (2 s measured per
-#        run, after WARM 0.5 s), CONNS (16 client connections), THREADS (2 server
-#        threads), WORK (0: CPU work per request, wire.h), SCALE ("100 1000 10000"
-#        connections for the scaling rows), CC (cc), CXX (c++)
+#        run, after WARM 0.5 s), CONNS ("16 64": a table per number of client
+#        connections; every row at the first, the core rows at the others), THREADS
+#        (2 server threads), WORK (0: CPU work per request, wire.h), WORK_SHAPE
+#        (10000: the CPU work of the core rows' extra table, about 10 us), SCALE
+#        ("100 1000 10000" connections for the scaling rows), CC (cc), CXX (c++)
 #
 # Every server speaks bench/wire.h's 64-byte request/reply; bench/loadgen.c drives it
 # with CONNS closed-loop connections on loopback and checks every reply. A run is:
@@ -17,16 +19,24 @@
 #
 # Rows: lf_reactor in every promotion policy x backend with one leader, with
 # LF_REACTOR_CONCURRENT (epoll), with one thread (no hand-offs: the reactor's own
-# cost), and with one-shot handles instead of LF_EV_EDGE (bench/srv_lf.c); ACE_TP_Reactor and ACE_Dev_Poll_Reactor (libace-dev);
+# cost), and with one-shot handles instead of LF_EV_EDGE (bench/srv_lf.c): one-shot,
+# LIFO, epoll is the default configuration (no macros, the README's quick start);
+# lf.oneshot.strict is the same built with LF_TAKEOVER=0 LF_SCHED_BATCH=0 (a strict
+# hand-off on every promotion, as lf.h did before); ACE_TP_Reactor and ACE_Dev_Poll_Reactor (libace-dev);
 # boost.asio io_context::run on THREADS threads (libboost-dev); Half-Sync/Half-
 # Reactive (one I/O thread, a queue, THREADS workers); thread per connection; the
 # single-threaded epoll loop without locks (the floor); the OLTP demo (clients ->
 # front-end -> 2 multiplexed connections -> back-end, bench/oltp.c). A peer whose
 # package cannot be installed or whose server does not build is listed as
-# unavailable. Then the scaling rows: server CPU per request at SCALE connections.
+# unavailable. The tables: every row at the first CONNS, the core rows (lf's default
+# and its variants, the peers, HS/HR, thread per connection, the floor) at the other
+# CONNS and with WORK_SHAPE of CPU work per request. Then the scaling rows: server CPU
+# per request at SCALE connections.
 #
-# Writes bench/results/servers.csv (the table), servers.raw (every run's line),
-# scaling.csv, and servers.png / scaling.png when gnuplot is there. Exits 1 if any
+# Writes bench/results/servers.csv (the table at the first CONNS), servers-cN.csv
+# (the core rows at N connections), servers-work.csv (with CPU work), servers.raw
+# (every run's line), scaling.csv, and servers.png / scaling.png when gnuplot is
+# there. Exits 1 if any
 # run saw a wrong, lost or late reply (or a server failed to start).
 set -eu
 
@@ -40,7 +50,8 @@ if [ "${QUICK:-0}" = 1 ]; then
 else
     rounds=${ROUNDS:-5}; secs=${SECS:-2}; warm=${WARM:-0.5}
 fi
-conns=${CONNS:-16}
+conns_list=${CONNS:-16 64}
+work_shape=${WORK_SHAPE:-10000}
 threads=${THREADS:-2}
 work=${WORK:-0}
 scale=${SCALE:-100 1000 10000}
@@ -77,6 +88,7 @@ for p in LIFO FIFO HEAP CONDVAR; do
             -o "$build/srv_lf.$p.$b" "$here/srv_lf.c" $urcu -pthread
     done
 done
+$cc $cflags -DLF_TAKEOVER=0 -DLF_SCHED_BATCH=0 -o "$build/srv_lf.strict" "$here/srv_lf.c" $urcu -pthread
 for s in floor hshr tpc; do
     $cc $cflags -o "$build/srv_$s" "$here/srv_$s.c" -pthread
 done
@@ -101,6 +113,7 @@ cat >>"$rows" <<EOF
 lf.concurrent.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 1
 lf.1thread.epoll $build/srv_lf.LIFO.EPOLL -t 1
 lf.oneshot.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 2
+lf.oneshot.strict $build/srv_lf.strict -t $threads -f 2
 ace.tp $build/srv_ace_tp -t $threads
 ace.devpoll $build/srv_ace_dp -t $threads
 asio $build/srv_asio -t $threads
@@ -172,7 +185,7 @@ run() {
         r_pids="-P $s_pid"
     fi
     # shellcheck disable=SC2086 # r_pids is a list of options
-    if line=$("$build/loadgen" -p "$port" -c "$r_conns" -w "$work" -W "$warm" -d "$secs" \
+    if line=$("$build/loadgen" -p "$port" -c "$r_conns" -w "${work_now:-$work}" -W "$warm" -d "$secs" \
         $r_pids -A "$build/allocs.cnt"); then :; else
         echo "bench: $r_name: loadgen failed ($line)" >&2
         failed=1
@@ -185,21 +198,44 @@ run() {
             n, t, c, v["rps"], v["p99_us"], v["cpu_us_per_req"] }' >&2
 }
 
-# -- the table: ROUNDS rounds, each starting one row further down ------------------------
-round=1
-while [ "$round" -le "$rounds" ]; do
-    echo "bench: round $round of $rounds ($nrows rows, ${secs}s each)" >&2
-    skip=$(((round - 1) % nrows))
-    { tail -n +$((skip + 1)) "$rows"; head -n "$skip" "$rows"; } >"$rows.order"
-    while read -r name cmd; do
-        # shellcheck disable=SC2086 # cmd is a command line
-        run "$name" "$conns" "$raw" "round=$round" $cmd
-    done <"$rows.order"
-    round=$((round + 1))
+# -- the tables: ROUNDS rounds each, each round starting one row further down -----------
+# table CONNS WORK ROWS_FILE RAW_FILE
+table() {
+    t_conns=$1 t_work=$2 t_rows=$3 t_raw=$4
+    t_n=$(wc -l <"$t_rows")
+    round=1
+    while [ "$round" -le "$rounds" ]; do
+        echo "bench: round $round of $rounds ($t_n rows, $t_conns connections, work $t_work, ${secs}s each)" >&2
+        skip=$(((round - 1) % t_n))
+        { tail -n +$((skip + 1)) "$t_rows"; head -n "$skip" "$t_rows"; } >"$t_rows.order"
+        while read -r name cmd; do
+            work_now=$t_work
+            # shellcheck disable=SC2086 # cmd is a command line
+            run "$name" "$t_conns" "$t_raw" "round=$round" $cmd
+        done <"$t_rows.order"
+        round=$((round + 1))
+    done
+    work_now=
+}
+# the core rows: lf's default and its variants, the peers, the baselines
+core="lf.oneshot.epoll lf.oneshot.strict lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll asio hshr tpc floor"
+awk -v keep="$core" 'BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) want[k[i]] = 1 }
+    want[$1]' "$rows" >"$rows.core"
+first=
+for c in $conns_list; do
+    if [ -z "$first" ]; then
+        first=$c
+        table "$c" "$work" "$rows" "$raw"
+    else
+        : >"$results/servers-c$c.raw"
+        table "$c" "$work" "$rows.core" "$results/servers-c$c.raw"
+    fi
 done
+: >"$results/servers-work.raw"
+table "$first" "$work_shape" "$rows.core" "$results/servers-work.raw"
 
 # -- the scaling rows: CPU per request as connections grow -------------------------------
-scale_rows="lf.LIFO.epoll lf.LIFO.poll lf.concurrent.epoll asio floor"
+scale_rows="lf.oneshot.epoll lf.LIFO.epoll lf.LIFO.poll lf.concurrent.epoll asio ace.devpoll hshr floor"
 round=1
 srounds=$(( rounds < 3 ? rounds : 3 ))
 while [ "$round" -le "$srounds" ]; do
@@ -215,7 +251,18 @@ while [ "$round" -le "$srounds" ]; do
 done
 
 # -- summarize ---------------------------------------------------------------------------
-awk -f "$here/servers.awk" -v out="$results/servers.csv" -v rows="$rows" "$raw"
+dflt=lf.oneshot.epoll
+echo "== $first connections, work $work, every row" >&2
+awk -f "$here/servers.awk" -v out="$results/servers.csv" -v rows="$rows" -v default_row=$dflt "$raw"
+for c in $conns_list; do
+    [ "$c" = "$first" ] && continue
+    echo "== $c connections, work $work, the core rows" >&2
+    awk -f "$here/servers.awk" -v out="$results/servers-c$c.csv" -v rows="$rows.core" \
+        -v default_row=$dflt "$results/servers-c$c.raw"
+done
+echo "== $first connections, work $work_shape (about $((work_shape / 1000)) us of CPU per request), the core rows" >&2
+awk -f "$here/servers.awk" -v out="$results/servers-work.csv" -v rows="$rows.core" \
+    -v default_row=$dflt "$results/servers-work.raw"
 awk -f "$here/scaling.awk" -v out="$results/scaling.csv" "$scale_raw"
 if command -v gnuplot >/dev/null; then
     gnuplot -e "dir='$results'" "$here/servers.gp" 2>"$build/gnuplot.log" ||

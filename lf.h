@@ -161,14 +161,15 @@
  *     else after its promoter yields. Only a SCHED_OTHER thread is changed (never a
  *     real-time one), the old policy is back when lf_pool_join returns, and a refusal
  *     (a sandbox) is ignored. lf_pool_lead, _promote and the reactor's
- *     lf_reactor_handle_events leave the policy alone. LF_SCHED_BATCH=0 turns it
- *     off; it exists on Linux only.
+ *     lf_reactor_handle_events leave the policy alone. A child forked from a
+ *     dispatch inherits SCHED_BATCH (sched_setscheduler(0, SCHED_OTHER, ...) undoes
+ *     it). LF_SCHED_BATCH=0 turns it off; it exists on Linux only.
  *   - A promoted follower that has not started to run yet would still hold the
  *     leader slot, and every thread that finishes processing meanwhile would park
- *     behind it. So a thread back from processing (lf_pool_lead or lf_pool_join
- *     after lf_pool_promote) that finds the promoted follower not yet running takes
- *     the leadership itself; the follower, put back where it was in the follower
- *     set, finds its wake-up withdrawn and parks again. The claim is a
+ *     behind it. So a thread back from processing (lf_pool_lead, _try_lead or
+ *     _join after lf_pool_promote) that finds the promoted follower not yet running
+ *     takes the leadership itself; the follower, put back where it was in the
+ *     follower set, finds its wake-up withdrawn and parks again. The claim is a
  *     compare-and-swap on the follower's word, so exactly one of the two leads.
  *     Counted in stats.takeovers. HEAP takes over only from a follower of equal or
  *     lower priority; a follower with a notification pending is left alone; a

@@ -1483,8 +1483,6 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     int rc, n;
 
     /* the interest goes into pfd[].events for now (as LF_EV_* bits) */
-    if ((rc = lf__arrays_fit(r, lf__table_get(r)->n)) != 0)
-        return rc;
     {
         uint32_t *want;
         if ((rc = lf__collect(r)) != 0)
@@ -1544,8 +1542,6 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     uint32_t *want;
     int rc, maxfd = r->lf__wakefd[0], n;
 
-    if ((rc = lf__arrays_fit(r, lf__table_get(r)->n)) != 0)
-        return rc;
     if ((rc = lf__collect(r)) != 0)
         return rc;
     want = r->lf__rev; /* (after the collection: it may have moved them) */

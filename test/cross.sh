@@ -58,7 +58,8 @@ run() { # run TRIPLE QEMU NAME SRC FLAGS...
             -L/usr/lib/$triple -lurcu-memb -lurcu-common -pthread > "$bin.log" 2>&1; then
         echo "cross: $name ($triple) does not build"; tail -5 "$bin.log"; status=1; return
     fi
-    if ! LF_TEST_SCALE=4 LF_TEST_STALL_S=120 timeout 600 "$qemu" "$bin" >> "$bin.log" 2>&1; then
+    # (LF_TEST_NO_FORK: qemu-user aborts a child forked from a threaded guest)
+    if ! LF_TEST_SCALE=4 LF_TEST_STALL_S=120 LF_TEST_NO_FORK=1 timeout 600 "$qemu" "$bin" >> "$bin.log" 2>&1; then
         echo "cross: $name ($triple) failed"; tail -5 "$bin.log"; status=1
     fi
 }
@@ -89,8 +90,11 @@ done
 if [ -z "$slice" ]; then
     for h in lf.h lf_reactor.h lf_bound.h; do
         n=$((n + 1))
+        # (through a file that includes it: clang calls a header's unused static
+        # functions unused when the header itself is the file compiled)
+        printf '#include "%s"\nint main(void) { return 0; }\n' "$root/$h" > "$out/tsan-$h.c"
         if ! clang --target=aarch64-linux-gnu -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror \
-                -fsanitize=thread -I/usr/include/aarch64-linux-gnu -fsyntax-only -x c "$root/$h" \
+                -fsanitize=thread -I/usr/include/aarch64-linux-gnu -fsyntax-only "$out/tsan-$h.c" \
                 > "$out/tsan-$h.log" 2>&1; then
             echo "cross: $h does not compile with -fsanitize=thread for aarch64"; cat "$out/tsan-$h.log"; status=1
         fi

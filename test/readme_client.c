@@ -99,11 +99,13 @@ int main(int argc, char **argv)
         CHECK(memcmp(q, a, sizeof q) == 0);
         lft_progress();
     }
-    /* 4 */
+    /* 4 (the first one half-closes first: it must still get every byte, then EOF) */
     for (int i = 0; i < STUCK; i++) {
         long long got = 0;
         unsigned char b[8192];
         CHECK(fcntl(stuck[i], F_SETFL, 0) == 0);
+        if (i == 0)
+            CHECK(shutdown(stuck[i], SHUT_WR) == 0);
         while (got < sent[i]) {
             ssize_t n = read(stuck[i], b, sizeof b);
             CHECK(n > 0);
@@ -112,11 +114,14 @@ int main(int argc, char **argv)
             got += n;
             lft_progress();
         }
+        if (i == 0)
+            CHECK_EQ(read(stuck[i], b, sizeof b), 0); /* then the server closes */
         close(stuck[i]);
     }
     close(active);
     printf("readme_client: %d clients stopped reading (%lld KiB sent each), %d round trips "
-           "of another went on, an idle one was closed after %.0f ms, every byte came back\n",
+           "of another went on, an idle one was closed after %.0f ms, every byte came back "
+           "(also to one that half-closed first)\n",
            STUCK, sent[0] / 1024, ROUNDS, (double)idle_ms);
     return 0;
 }

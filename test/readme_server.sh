@@ -1,7 +1,8 @@
 #!/bin/sh
 # The README's server example (the ```c block that starts with "/* echo_server.c"),
 # built as the README says and under ASan+UBSan, run with a 1 s idle timeout and
-# driven by test/readme_client.c; then SIGTERM: it must exit 0.
+# driven by test/readme_client.c; then SIGTERM: it must exit 0. Its connection handler
+# also serves a client that half-closes (test/readme_halfclose.c).
 #   readme_server.sh CC OUTDIR
 set -u
 cc=$1 out=$2
@@ -41,6 +42,12 @@ for v in plain asan; do
     rc=$?
     if [ $rc -ne 0 ] || ! grep -q "dispatches" "$out/server.$v.out"; then
         echo "echo_server ($v) did not exit 0 on SIGTERM (rc $rc)"; cat "$out/server.$v.err"; status=1
+    fi
+    # its connection handler against a client that half-closes (test/readme_halfclose.c)
+    if ! $cc $strict $flags -Wno-unused-function -Itest -DECHO_SERVER="\"$out/echo_server.c\"" \
+            -o "$out/halfclose.$v" test/readme_halfclose.c $urcu -pthread ||
+        ! timeout 60 "$out/halfclose.$v"; then
+        echo "the README's server lost output to a client that half-closed ($v)"; status=1
     fi
 done
 exit $status

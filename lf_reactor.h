@@ -137,9 +137,12 @@
  *   int lf_reactor_modify(r, h, events)
  *       Change h's interest: LF_EV_READ and/or LF_EV_WRITE, or 0 (no I/O events;
  *       timers and notifications still come). The registration flags (LF_EV_EDGE,
- *       LF_EV_KEEPFD) stay as registered. From h's own handle_event it costs
- *       nothing (the re-arm after the dispatch carries it); from another thread it
- *       is one epoll_ctl (epoll) or wakes a blocked leader (poll/select). A dispatch
+ *       LF_EV_KEEPFD) stay as registered. From h's own handle_event it makes no
+ *       system call of its own: a one-shot handle's re-arm after the dispatch carries
+ *       the new interest; an edge-triggered handle (whose dispatch re-arms nothing),
+ *       or a dispatch for a timer or a notification, pays one epoll_ctl after the
+ *       dispatch, and only when the interest changed. From another thread it is one
+ *       epoll_ctl (epoll) or wakes a blocked leader (poll/select). A dispatch
  *       that starts after modify returns never carries READ or WRITE that is no
  *       longer wanted (LF_EV_CLOSE always comes; with 0, epoll and poll still report
  *       hang-ups and errors, select does not). The usual use: write what the socket
@@ -2227,9 +2230,12 @@ static inline int lf_reactor_modify(lf_reactor *r, lf_handler *h, uint32_t event
         else if (h->lf__signalfd)
             rc = EINVAL; /* its interest is its signal set */
         else {
-            lf__store(&h->lf__want, events, seq_cst);
+            uint32_t old = lf__exchange(&h->lf__want, events, seq_cst);
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
-            lf__fetch_or(&h->lf__state, LF__DIRTY, seq_cst);
+            if (old != events) /* (the same interest again costs nothing) */
+                lf__fetch_or(&h->lf__state, LF__DIRTY, seq_cst);
+#else
+            (void)old;
 #endif
         }
         lf__read_unlock();

@@ -129,9 +129,13 @@ void *__wrap_realloc(void *p, size_t n)
 /* 7: the next EPOLL_CTL_MOD of hold_fd by a reactor thread waits until let go */
 static LFT_ATOMIC(int) hold_fd = -1, held, hold_go;
 
+static LFT_ATOMIC(int) mods_of_fd = -1, mods_counted; /* EPOLL_CTL_MODs of one fd */
+
 int __wrap_epoll_ctl(int ep, int op, int fd, struct epoll_event *ev)
 {
     int expect = fd;
+    if (op == EPOLL_CTL_MOD && lft_load(&mods_of_fd) == fd)
+        lft_add(&mods_counted, 1);
     if (op == EPOLL_CTL_MOD && !is_main && lft_load(&hold_fd) == fd &&
         atomic_compare_exchange_strong(&hold_fd, &expect, -1)) {
         lft_store(&held, 1);
@@ -447,6 +451,57 @@ static void modify_vs_rearm(void)
     printf("  7 modify_vs_rearm: READ asked for during a held re-arm was heard "
            "(one-shot and edge)\n");
 }
+
+/* 9: modify from the own handler with the interest it already has costs no
+ * epoll_ctl on an edge-triggered handle; a real change costs one. */
+static LFT_ATOMIC(int) same_dispatches;
+static LFT_ATOMIC(uint32_t) same_next; /* what the handler asks for */
+
+static int same_event(lf_handler *h, int fd, uint32_t events)
+{
+    char b[16];
+    (void)events;
+    while (read(fd, b, sizeof b) > 0) {
+    }
+    CHECK_EQ(lf_reactor_modify(&r, h, lft_load(&same_next)), 0);
+    lft_add(&same_dispatches, 1);
+    return LF_KEEP;
+}
+
+static void modify_same(void)
+{
+    pthread_t th;
+    lf_handler h;
+    int s[2], n = 200, unchanged;
+
+    lft_store(&same_dispatches, 0);
+    lft_store(&mods_counted, 0);
+    lft_store(&same_next, LF_EV_READ);
+    CHECK_EQ(lf_reactor_init(&r), 0);
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+    nonblock(s[0]);
+    lf_handler_init(&h, same_event, NULL);
+    CHECK_EQ(lf_reactor_register(&r, &h, s[0], LF_EV_READ | LF_EV_EDGE), 0);
+    lft_store(&mods_of_fd, s[0]);
+    CHECK(pthread_create(&th, NULL, runner, NULL) == 0);
+    for (int i = 0; i < n; i++) {
+        CHECK(write(s[1], "x", 1) == 1);
+        AWAIT(lft_load(&same_dispatches) == i + 1, "an edge dispatch");
+    }
+    unchanged = lft_load(&mods_counted);
+    CHECK_EQ(unchanged, 0);
+    lft_store(&same_next, LF_EV_READ | LF_EV_WRITE); /* a change: one epoll_ctl */
+    CHECK(write(s[1], "y", 1) == 1);
+    AWAIT(lft_load(&same_dispatches) > n, "the dispatch that changes the interest");
+    AWAIT(lft_load(&mods_counted) >= 1, "the epoll_ctl of the change");
+    lft_store(&mods_of_fd, -1);
+    CHECK_EQ(lf_reactor_stop(&r), 0);
+    CHECK(pthread_join(th, NULL) == 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(s[1]);
+    printf("  9 modify_same: %d edge dispatches asking for the interest they had: %d epoll_ctl; "
+           "a change: one\n", n, unchanged);
+}
 #endif
 
 int main(void)
@@ -461,6 +516,7 @@ int main(void)
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     stop_concurrent();
     modify_vs_rearm();
+    modify_same();
 #endif
     return 0;
 }

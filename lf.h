@@ -322,6 +322,7 @@ extern long lf__syscall(long, ...) __asm__("syscall");
 #ifdef __cplusplus
 #include <atomic>
 #define LF__ATOMIC(T) std::atomic<T>
+#define LF__ALIGN8 alignas(8)
 #define lf__load(p, mo) std::atomic_load_explicit((p), std::memory_order_##mo)
 #define lf__store(p, v, mo) std::atomic_store_explicit((p), (v), std::memory_order_##mo)
 #define lf__fetch_add(p, v, mo) std::atomic_fetch_add_explicit((p), (v), std::memory_order_##mo)
@@ -333,6 +334,9 @@ extern long lf__syscall(long, ...) __asm__("syscall");
 #else
 #include <stdatomic.h>
 #define LF__ATOMIC(T) _Atomic(T)
+/* a 64-bit atomic field on 8 bytes on every ABI (i386's gcc moved it to 8 in 11.1:
+ * said explicitly, objects from older and newer compilers agree) */
+#define LF__ALIGN8 _Alignas(8)
 #define lf__load(p, mo) atomic_load_explicit((p), memory_order_##mo)
 #define lf__store(p, v, mo) atomic_store_explicit((p), (v), memory_order_##mo)
 #define lf__fetch_add(p, v, mo) atomic_fetch_add_explicit((p), (v), memory_order_##mo)

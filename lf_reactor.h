@@ -243,6 +243,13 @@
  *   turn / wake       yes     yes(4)  yes(4)  yes(4)  no      ECANCEL EINVAL
  *   stop              yes     yes     yes     yes     yes     yes     EINVAL
  *   stats             yes     yes     yes     yes     no      yes     EINVAL
+ *   timer_fired       yes     yes     yes     yes     no(5)   yes     yes(6)
+ *   backend_name      yes     yes     yes     yes     yes     yes     yes
+ *   group_init        as init, for the group; the sets as they say
+ *   group_run, _stop  as run and stop, for every set of the group
+ *   group_destroy     as destroy (EBUSY while a thread runs the group)
+ *   atfork_*          only around fork(): pthread_atfork, or called in its place
+ *   rcu_registered    the calling thread, about itself (see LIBURCU), outside hooks
  *   In a fork child every row reads as "thread" for a reactor made there.
  *   (1) registering h itself again fails (EEXIST: it is registered); with
  *       LF_EV_KEEPFD, removing h and then registering another handler on its fd
@@ -253,6 +260,10 @@
  *   (3) ENOENT for the handler being closed: it is no longer registered.
  *   (4) the thread turns the reactor from inside a hook (nested): it dispatches other
  *       handlers' events meanwhile; never its own (it holds it). Bound the depth.
+ *   (5) an atomic exchange: lock-free where 64-bit atomics are (x86-64, aarch64), a
+ *       library call that may take a lock elsewhere (32-bit ARM), so not in general.
+ *   (6) it reads only the timer: a timer whose reactor was destroyed (or whose
+ *       handler was closed) says what it counted and was not taken, then 0.
  *   What is never allowed: synchronize_rcu, rcu_barrier or lf_reactor_destroy of the
  *   same reactor from a hook (destroy says EBUSY; the others would dead-lock).
  *
@@ -268,10 +279,15 @@
  *       TIMEOUT posted before may still come, and lf_timer_fired then says 0 for
  *       t, so an idle timeout that is pushed back on every request never fires
  *       late ("stale") without the handler keeping time stamps of its own.
+ *   A handler with several timers calls lf_timer_fired on each one it owns when
+ *   LF_EV_TIMEOUT comes (a few instructions each): the reactor keeps no list of
+ *   which fired, so a dispatch costs the same however many timers a handler has.
  *   Timers and notifications go to registered handlers. Work with no descriptor of
- *   its own (a periodic job, a function to run on the pool) registers an eventfd or
- *   a pipe's read end with lf_reactor_modify(r, h, 0): nothing ever reports it, the
- *   table needs no second index, and removal and handle_close work as for any.
+ *   its own (a periodic job, a function to run on the pool) registers an eventfd
+ *   (register asks for READ: then lf_reactor_modify(r, h, 0)); nothing reports it
+ *   then, the table needs no second index, and removal and handle_close work as for
+ *   any. (A pipe's read end does as well while its write end stays open: a closed
+ *   write end is a hang-up, which epoll and poll report even at interest 0.)
  *
  * FORK
  *   fork() followed by exec() needs nothing. A child that goes on without exec may
@@ -515,7 +531,7 @@ struct lf_timer {
     lf_handler *lf__h; /* NULL: not armed */
     lf_timer *lf__prev, *lf__next; /* the handler's timer list */
     LF__ATOMIC(void *) lf__r; /* the lf_reactor it is armed in, NULL: not armed */
-    LF__ATOMIC(unsigned long long) lf__fired; /* expiries not taken yet (lf_timer_fired) */
+    LF__ALIGN8 LF__ATOMIC(unsigned long long) lf__fired; /* expiries not taken (lf_timer_fired) */
 };
 
 struct lf_reactor_stats {
@@ -611,7 +627,7 @@ struct LF__RCFG(lf_reactor) {
 #endif
 #endif
     /* counters (relaxed atomics: statistics only) */
-    LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
+    LF__ALIGN8 LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
         lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed,
         lf__n_closed, lf__n_rearm_failed;
 };

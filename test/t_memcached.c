@@ -202,7 +202,7 @@ static void mixed(int port)
     CHECK_EQ(lf_bound_stats(&M.b, &s), 0);
     /* every call sent had exactly one reply, each to its own caller: the EMSGSIZE
      * ones refused by read_body, the rest delivered (the 251-byte key is not sent) */
-    calls = lft_load(&n_get) + lft_load(&n_set) + lft_load(&n_del) + THREADS * OWN_KEYS +
+    calls = lft_load(&n_get) + lft_load(&n_set) + lft_load(&n_del) + (long long)THREADS * OWN_KEYS +
             SHARED_KEYS + 3;
     CHECK_EQ(s.replies, calls);
     CHECK_EQ(s.refused, lft_load(&n_small));
@@ -285,24 +285,23 @@ static void killed(int port, pid_t pid)
 
 int main(int argc, char **argv)
 {
-    int port = 0;
-    long pid = 0;
+    long port = 0, pid = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "-p") == 0)
-            port = atoi(argv[i + 1]);
+            port = strtol(argv[i + 1], NULL, 10);
         else if (strcmp(argv[i], "-k") == 0)
-            pid = atol(argv[i + 1]);
+            pid = strtol(argv[i + 1], NULL, 10);
     }
-    if (port <= 0) {
+    if (port <= 0 || port > 65535) {
         fprintf(stderr, "usage: t_memcached -p PORT [-k MEMCACHED_PID]\n");
         return 2;
     }
     lft_start("t_memcached", 10);
     ops = lft_scaled(10000);
     if (pid > 0)
-        killed(port, (pid_t)pid);
+        killed((int)port, (pid_t)pid);
     else
-        mixed(port);
+        mixed((int)port);
     lft_pass();
     return 0;
 }

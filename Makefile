@@ -485,6 +485,7 @@ bench: setup
 	 bench/dispatch.sh $(BUILD)/bench || rc=1; \
 	 bench/promote.sh $(BUILD)/bench || rc=1; \
 	 bench/handoff.sh $(BUILD)/bench || rc=1; \
+	 bench/memc.sh $(BUILD)/bench || rc=1; \
 	 echo "make bench: $$(($$(date +%s) - start)) s on $$(nproc) CPUs ($$(uname -m)), results in bench/results/"; \
 	 exit $$rc
 

@@ -10,9 +10,10 @@ set key top left noenhanced
 set yrange [0:*]
 names = system("awk -F, 'NR > 1 && !seen[$1]++ { printf \"%s \", $1 }' ".dir."/memc.csv")
 set ylabel 'requests/s'
-plot for [v in names] dir.'/memc.csv' every ::1 \
-    using (strcol(1) eq v ? $2 : NaN):4 with linespoints lw 2 title v
+set xrange [1.6:40]
+# one variant's rows at a time, so each is one connected line
+rows(v) = '< grep "^'.v.'," '.dir.'/memc.csv'
+plot for [v in names] rows(v) using 2:4 with linespoints lw 2 pt 7 title v
 set ylabel 'p99 latency, us'
-plot for [v in names] dir.'/memc.csv' every ::1 \
-    using (strcol(1) eq v ? $2 : NaN):7 with linespoints lw 2 title v
+plot for [v in names] rows(v) using 2:7 with linespoints lw 2 pt 7 title v
 unset multiplot

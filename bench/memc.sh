@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench/memc.sh - lf_bound against a real memcached: T threads sharing ONE connection
-# (bench/memc.h), beside a connection per thread (libmemcached's memcached_pool) and
-# one connection under a mutex, on the same memcached in the same run.
+# (bench/memc.h; with the default promotion policy, and as bound.fifo with FIFO),
+# beside a connection per thread (libmemcached's memcached_pool) and one connection
+# under a mutex, on the same memcached in the same run.
 #
 #   bench/memc.sh [BUILD_DIR]           (default: build/bench under the repository)
 #   env: QUICK (0; 1: one round of 1 s per row), ROUNDS (3), SECS (2 s measured per
@@ -40,13 +41,16 @@ memc_need /usr/include/libmemcached/memcached.h libmemcached-dev "$build/apt.log
 
 # -- build ---------------------------------------------------------------------------
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -I$root -I$here"
-variants="bound pool mutex"
+variants="bound bound.fifo pool mutex"
 if ! $cc $cflags -DMEMC_WITH_LIBMEMCACHED -o "$build/memc_bench" "$here/memc_bench.c" \
     -lmemcachedutil -lmemcached -pthread 2>"$build/memc_bench.log"; then
     echo "bench: memc: libmemcached unavailable (see $build/memc_bench.log): no pool rows" >&2
     $cc $cflags -o "$build/memc_bench" "$here/memc_bench.c" -pthread
-    variants="bound mutex"
+    variants="bound bound.fifo mutex"
 fi
+# the bound with FIFO promotion: memcached answers a connection's requests in order,
+# the case where the pattern says the oldest waiter should lead
+$cc $cflags -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/memc_bench.fifo" "$here/memc_bench.c" -pthread
 
 # -- the rows ------------------------------------------------------------------------
 rows=$build/memc.rows
@@ -69,16 +73,19 @@ while [ "$round" -le "$rounds" ]; do
     skip=$(((round - 1) % nrows))
     { tail -n +$((skip + 1)) "$rows"; head -n "$skip" "$rows"; } >"$rows.order"
     while read -r v t; do
-        if line=$("$build/memc_bench" -m "$v" -p "$memc_port" -t "$t" -d "$secs" -W "$warm"); then :; else
+        bin=$build/memc_bench mode=$v
+        [ "$v" = bound.fifo ] && bin=$build/memc_bench.fifo mode=bound
+        if line=$("$bin" -m "$mode" -p "$memc_port" -t "$t" -d "$secs" -W "$warm"); then :; else
             echo "bench: memc: $v with $t threads failed ($line)" >&2
             failed=1
         fi
         [ -n "$line" ] || continue
+        line="name=$v $line"
         echo "round=$round $line" >>"$raw"
         echo "$line" | awk '{
             for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-            printf "  %-6s %3d threads %9.0f req/s  p99 %8.1f us  %3d conns\n",
-                v["variant"], v["threads"], v["rps"], v["p99_us"], v["conns"] }' >&2
+            printf "  %-10s %3d threads %9.0f req/s  p99 %8.1f us  %3d conns\n",
+                v["name"], v["threads"], v["rps"], v["p99_us"], v["conns"] }' >&2
     done <"$rows.order"
     round=$((round + 1))
 done
@@ -95,7 +102,7 @@ function median(list,   n, a, i, j, t) {
 {
     delete f
     for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-    k = f["variant"] SUBSEP f["threads"]
+    k = f["name"] SUBSEP f["threads"]
     if (!(k in runs)) { order[++n] = k }
     runs[k]++
     rps[k] = rps[k] " " f["rps"]; p50[k] = p50[k] " " f["p50_us"]
@@ -106,7 +113,7 @@ function median(list,   n, a, i, j, t) {
 }
 END {
     print "variant,threads,runs,rps,rps_spread,p50_us,p99_us,conns,rps_vs_pool,errors" > out
-    printf "%-6s %7s %10s %7s %9s %9s %6s %8s\n", "", "threads", "req/s", "spread", "p50 us",
+    printf "%-10s %7s %10s %7s %9s %9s %6s %8s\n", "", "threads", "req/s", "spread", "p50 us",
         "p99 us", "conns", "vs pool" > "/dev/stderr"
     for (i = 1; i <= n; i++) {
         k = order[i]; split(k, vt, SUBSEP)
@@ -115,7 +122,7 @@ END {
         printf "%s,%s,%d,%.0f,%.3f,%.1f,%.1f,%d,%s,%d\n", vt[1], vt[2], runs[k], m,
             (m > 0 ? (hi[k] - lo[k]) / m : 0), median(p50[k]), median(p99[k]), median(conns[k]),
             ratio, err[k] >> out
-        printf "%-6s %7s %10.0f %6.0f%% %9.1f %9.1f %6d %8s\n", vt[1], vt[2], m,
+        printf "%-10s %7s %10.0f %6.0f%% %9.1f %9.1f %6d %8s\n", vt[1], vt[2], m,
             (m > 0 ? 100 * (hi[k] - lo[k]) / m : 0), median(p50[k]), median(p99[k]),
             median(conns[k]), ratio > "/dev/stderr"
     }

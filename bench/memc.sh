@@ -34,6 +34,7 @@ results=$here/results
 mkdir -p "$build" "$results"
 build=$(cd "$build" && pwd)
 started=$(date +%s)
+# shellcheck source=bench/memc_server.sh # (sets memc_port, memc_pid)
 . "$here/memc_server.sh"
 
 memc_need memcached memcached "$build/apt.log" || exit 1

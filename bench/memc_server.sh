@@ -26,7 +26,11 @@ memc_need() {
 memc__listening() {
     inode=$(awk -v a="0100007F:$(printf '%04X' "$2")" '$2 == a && $4 == "0A" { print $10 }' \
         /proc/net/tcp)
-    [ -n "$inode" ] && ls -l "/proc/$1/fd" 2>/dev/null | grep -q "socket:\[$inode\]"
+    [ -n "$inode" ] || return 1
+    for fd in "/proc/$1/fd"/*; do
+        [ "$(readlink "$fd" 2>/dev/null)" = "socket:[$inode]" ] && return 0
+    done
+    return 1
 }
 
 memc_start() {

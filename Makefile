@@ -237,6 +237,13 @@ $(RESULTS)/compile/musl:
 	@test/check.sh $@ "musl-gcc, static: lf.h and lf_bound.h tests" compiles -- test/musl.sh $(BUILD)/musl
 RUN_compile += $(RESULTS)/compile/musl
 
+# A real memcached (installed if missing, started on loopback): bench/memc.h's client
+# on lf_bound, 8 threads x 10^4 calls over one connection with every value checked,
+# then memcached killed mid-run (every waiter wakes, none hangs); plain and ASan+UBSan.
+$(RESULTS)/compile/memcached:
+	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes (plain, ASan+UBSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached
+RUN_compile += $(RESULTS)/compile/memcached
+
 # ARM under qemu-user (aarch64, armhf): a slice here; `make cross` runs them all.
 $(RESULTS)/compile/cross:
 	@test/check.sh $@ "aarch64 and armhf under qemu-user: one test of each header (make cross: all)" compiles -- test/cross.sh $(BUILD)/cross-slice slice
@@ -478,6 +485,7 @@ bench: setup
 	 bench/dispatch.sh $(BUILD)/bench || rc=1; \
 	 bench/promote.sh $(BUILD)/bench || rc=1; \
 	 bench/handoff.sh $(BUILD)/bench || rc=1; \
+	 bench/memc.sh $(BUILD)/bench || rc=1; \
 	 echo "make bench: $$(($$(date +%s) - start)) s on $$(nproc) CPUs ($$(uname -m)), results in bench/results/"; \
 	 exit $$rc
 

@@ -2,9 +2,9 @@
 # Make sure this machine has what `make test` and `make bench` need. As root on
 # Debian it installs what is missing; otherwise it prints the command to run.
 set -u
-pkgs="gcc g++ gcc-multilib musl-tools clang lld libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev"
+pkgs="gcc g++ gcc-multilib musl-tools clang lld libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev memcached"
 missing=""
-for tool in gcc g++ clang clang++ musl-gcc make pkg-config cmake cppcheck clang-tidy spin timeout; do
+for tool in gcc g++ clang clang++ musl-gcc make pkg-config cmake cppcheck clang-tidy spin timeout memcached; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 pkg-config --exists 'liburcu-memb >= 0.13' 2>/dev/null || missing="$missing liburcu"

@@ -1,0 +1,373 @@
+/* bench/memc.h - a memcached client on lf_bound.h: many threads share ONE connection
+ * and speak memcached's binary protocol over it. The request's `opaque` field is the
+ * bound's request id, so each reply finds the thread that waits for it, in whatever
+ * order the replies come.
+ *
+ *   memc m;
+ *   memc_open(&m, "127.0.0.1", 11211);               then, from any number of threads:
+ *   rc = memc_set(&m, "k", val, len, flags, 0, NULL);
+ *   rc = memc_get(&m, "k", buf, sizeof buf, &len, &flags, NULL);
+ *   rc = memc_delete(&m, "k", NULL);
+ *   memc_shutdown(&m) (wakes every waiter); join the threads; memc_close(&m);
+ *
+ * Deadlines are absolute CLOCK_MONOTONIC times, as lf_bound's; NULL waits for good.
+ * Keys are C strings of 1..250 bytes.
+ *
+ * RESULTS: one meaning each.
+ *   0           done (get: the value is in buf, *len bytes, *flags its flags)
+ *   ENOENT      no such key (get, delete)             memcached status 0x0001
+ *   EEXIST      the key exists (a CAS mismatch)       0x0002
+ *   E2BIG       the value is too large for the server 0x0003
+ *   EINVAL      invalid arguments: ours (a key of 0 or over 250 bytes, say), or the
+ *               server's                              0x0004
+ *   ENOMEM      the server is out of memory           0x0082
+ *   EIO         any other status (memc_last_status() of the thread says which)
+ *   EMSGSIZE    get: the value does not fit in buf; *len says how long it is. The
+ *               connection goes on.
+ *   ECONNRESET  the connection ended (memcached went away) before the reply came:
+ *               every waiter wakes with it, and every later call returns it
+ *   EPIPE       the request could not be sent (the write side broke)
+ *   EPROTO      the byte stream is not memcached's (the connection is dead), or a
+ *               reply that does not answer this request (another opcode)
+ *   ETIMEDOUT   the deadline passed first (a late reply is dropped)
+ *   ECANCELED   memc_shutdown
+ *   ENOMEM      (as above) also: no memory for a large request
+ *
+ * WHY THE HEADER HOOK SAYS "ONE BYTE OF HEADER"
+ *   A memcached reply carries its status (and the extras' and key's lengths) in its
+ *   24-byte header, and lf_bound hands a context its body only: what the header
+ *   hook learns (id, body length) is all that reaches the waiting thread. So the
+ *   hook reads the whole 24-byte header (total body length at offset 8, opaque at
+ *   12), but reports a header of 1 byte (the magic) and a body of 23 + total bytes:
+ *   the other 23 header bytes then reach this reply's read_body hook, which keeps
+ *   them with the call and places the value straight into the caller's buffer.
+ *
+ * LIMITS
+ *   - Request ids are 32 bits (opaque) and wrap: an id is not reused while 2^32
+ *     requests have not been sent since, which covers any late reply of a timed-out
+ *     call in practice.
+ *   - Only get, set and delete, never the quiet variants (each request here has
+ *     exactly one reply) nor multi-packet replies (stat).
+ *   - Requests up to MEMC_STACK_REQ bytes are built on the stack, larger ones in one
+ *     heap block: lf_bound_send writes one whole buffer, never interleaved.
+ */
+#ifndef MEMC_H_INCLUDED
+#define MEMC_H_INCLUDED
+
+#include "../lf_bound.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+
+#define MEMC_KEY_MAX 250
+#define MEMC_HDR 24
+#define MEMC_MAX_VALUE (1u << 20) /* memcached's default item size limit (-I 1m) */
+#define MEMC_STACK_REQ 1024
+
+enum { MEMC_OP_GET = 0x00, MEMC_OP_SET = 0x01, MEMC_OP_DELETE = 0x04 };
+enum { MEMC_REQUEST = 0x80, MEMC_RESPONSE = 0x81 };
+
+typedef struct memc {
+    lf_bound b;
+    int fd;
+    atomic_uint next_id; /* the next opaque */
+} memc;
+
+/* ------------------------------------------------------------------ the wire
+ * Shared with code that speaks the protocol without lf_bound (the benchmark's
+ * mutex variant). Big-endian throughout. */
+
+static inline void memc_put16(unsigned char *p, unsigned v)
+{
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+static inline void memc_put32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static inline unsigned memc_get16(const unsigned char *p)
+{
+    return (unsigned)p[0] << 8 | p[1];
+}
+
+static inline uint32_t memc_get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* Bytes a request needs: header, extras, key, value. */
+static inline size_t memc_request_len(size_t elen, size_t klen, size_t vlen)
+{
+    return MEMC_HDR + elen + klen + vlen;
+}
+
+/* Write one request into out (memc_request_len bytes). */
+static inline void memc_encode(unsigned char *out, unsigned opcode, uint32_t opaque,
+                               const void *extras, size_t elen, const char *key, size_t klen,
+                               const void *val, size_t vlen)
+{
+    memset(out, 0, MEMC_HDR);
+    out[0] = MEMC_REQUEST;
+    out[1] = (unsigned char)opcode;
+    memc_put16(out + 2, (unsigned)klen);
+    out[4] = (unsigned char)elen;
+    memc_put32(out + 8, (uint32_t)(elen + klen + vlen)); /* total body length */
+    memc_put32(out + 12, opaque);
+    if (elen)
+        memcpy(out + MEMC_HDR, extras, elen);
+    memcpy(out + MEMC_HDR + elen, key, klen);
+    if (vlen)
+        memcpy(out + MEMC_HDR + elen + klen, val, vlen);
+}
+
+/* A reply's status as our result (see RESULTS). */
+static inline int memc_status_errno(unsigned status)
+{
+    switch (status) {
+    case 0x0000: return 0;
+    case 0x0001: return ENOENT;
+    case 0x0002: return EEXIST;
+    case 0x0003: return E2BIG;
+    case 0x0004: return EINVAL;
+    case 0x0082: return ENOMEM;
+    default: return EIO;
+    }
+}
+
+static inline const char *memc_strerror(int rc)
+{
+    switch (rc) {
+    case 0: return "ok";
+    case ENOENT: return "no such key";
+    case EEXIST: return "key exists";
+    case E2BIG: return "value too large for the server";
+    case EINVAL: return "invalid arguments";
+    case ENOMEM: return "out of memory";
+    case EIO: return "other server status";
+    case EMSGSIZE: return "value longer than the buffer";
+    case ECONNRESET: return "connection ended";
+    case EPIPE: return "could not send";
+    case EPROTO: return "protocol error";
+    case ETIMEDOUT: return "timed out";
+    case ECANCELED: return "shut down";
+    default: return "error";
+    }
+}
+
+/* ------------------------------------------------------------------ the hooks */
+
+/* One call in flight: the bound's context first (read_body gets a pointer to it),
+ * then what read_body fills in from the reply. */
+struct memc__call {
+    lf_bound_ctx ctx;
+    unsigned char hdr[MEMC_HDR - 1]; /* the reply's header without its magic byte */
+    void *val;                       /* get: the caller's buffer */
+    size_t cap;
+    size_t vlen;                     /* the value's length in the reply */
+    unsigned char flags[4];          /* get: the item's flags (the reply's extras) */
+};
+
+/* header bytes as hdr[] holds them: header offset i is hdr[i - 1] */
+#define MEMC__H(call, i) ((call)->hdr[(i) - 1])
+
+static int memc__frame(void *user, const unsigned char *p, size_t avail, size_t *hlen,
+                       uint64_t *id, size_t *blen)
+{
+    (void)user;
+    if (avail < MEMC_HDR)
+        return EAGAIN;
+    if (p[0] != MEMC_RESPONSE)
+        return EPROTO;
+    *id = memc_get32(p + 12);
+    *hlen = 1; /* the magic only: the rest of the header goes to read_body (see above) */
+    *blen = MEMC_HDR - 1 + memc_get32(p + 8);
+    return 0;
+}
+
+/* Copy what part of bytes [off, off + n) of the body falls in [at, at + len) to dst. */
+static inline void memc__take(void *dst, size_t at, size_t len, const unsigned char *bytes,
+                              size_t n, size_t off)
+{
+    size_t lo = off > at ? off : at, hi = off + n < at + len ? off + n : at + len;
+    if (lo < hi)
+        memcpy((unsigned char *)dst + (lo - at), bytes + (lo - off), hi - lo);
+}
+
+/* The body as lf_bound sees it: 23 header bytes, extras, key, value; any split. */
+static int memc__body(void *user, lf_bound_ctx *c, const unsigned char *bytes, size_t n,
+                      size_t off)
+{
+    struct memc__call *call = (struct memc__call *)(void *)c; /* ctx is the first member */
+    size_t elen, klen, total, vat;
+    (void)user;
+    memc__take(call->hdr, 0, sizeof call->hdr, bytes, n, off);
+    if (off + n <= sizeof call->hdr)
+        return 0; /* the header is not all here yet: nothing else is */
+    elen = MEMC__H(call, 4);
+    klen = memc_get16(&MEMC__H(call, 2));
+    total = memc_get32(&MEMC__H(call, 8));
+    if (elen + klen > total)
+        return EPROTO; /* the call fails with EBADMSG; memc__result says EPROTO */
+    vat = sizeof call->hdr + elen + klen;
+    call->vlen = total - elen - klen;
+    if (elen >= 4)
+        memc__take(call->flags, sizeof call->hdr, 4, bytes, n, off);
+    if (memc_get16(&MEMC__H(call, 6)) != 0)
+        return 0; /* an error's text: not wanted */
+    if (call->vlen > call->cap)
+        return EMSGSIZE; /* EBADMSG from the bound; memc__result says EMSGSIZE */
+    if (call->val)
+        memc__take(call->val, vat, call->vlen, bytes, n, off);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ the calls */
+
+static _Thread_local unsigned memc__last_status;
+
+/* The memcached status of this thread's last reply (0 when none came). */
+static inline unsigned memc_last_status(void)
+{
+    return memc__last_status;
+}
+
+/* Contract: once, before any thread uses m. host: an IPv4 address. 0 or an errno. */
+static inline int memc_open(memc *m, const char *host, int port)
+{
+    struct sockaddr_in a;
+    struct lf_bound_hooks h;
+    int one = 1, rc;
+
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return EINVAL;
+    if ((m->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+        return errno;
+    if (connect(m->fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        rc = errno;
+        close(m->fd);
+        return rc;
+    }
+    /* many small requests from many threads: Nagle would hold them back */
+    (void)setsockopt(m->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    memset(&h, 0, sizeof h);
+    h.frame_header = memc__frame;
+    h.read_body = memc__body;
+    h.max_body = MEMC_HDR - 1 + 8 + MEMC_KEY_MAX + MEMC_MAX_VALUE;
+    h.user = m;
+    if ((rc = lf_bound_init(&m->b, m->fd, &h)) != 0) {
+        close(m->fd);
+        return rc;
+    }
+    atomic_init(&m->next_id, 1);
+    return 0;
+}
+
+/* Contract: any thread. Every waiter returns ECANCELED, later calls too. */
+static inline void memc_shutdown(memc *m)
+{
+    (void)lf_bound_shutdown(&m->b);
+}
+
+/* Contract: no thread inside a call any more. */
+static inline int memc_close(memc *m)
+{
+    int rc = lf_bound_destroy(&m->b);
+    if (rc == 0)
+        close(m->fd);
+    return rc;
+}
+
+/* What a call's bound result and the reply's header mean together. */
+static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
+{
+    memc__last_status = 0;
+    if (rc == EBADMSG) /* read_body refused: too long for the buffer, or nonsense */
+        return call->vlen > call->cap && memc_get16(&MEMC__H(call, 6)) == 0 ? EMSGSIZE : EPROTO;
+    if (rc != 0)
+        return rc;
+    if (MEMC__H(call, 1) != opcode)
+        return EPROTO; /* not the answer to this request */
+    memc__last_status = memc_get16(&MEMC__H(call, 6));
+    return memc_status_errno(memc__last_status);
+}
+
+/* One request, one reply: encode, send, wait. */
+static inline int memc__request(memc *m, struct memc__call *call, unsigned opcode,
+                             const void *extras, size_t elen, const char *key, const void *val,
+                             size_t vlen, const struct timespec *deadline)
+{
+    unsigned char small[MEMC_STACK_REQ], *req = small;
+    size_t klen = strlen(key), len = memc_request_len(elen, klen, vlen);
+    uint32_t id;
+    int rc;
+
+    if (klen == 0 || klen > MEMC_KEY_MAX || vlen > MEMC_MAX_VALUE)
+        return EINVAL;
+    if (len > sizeof small && (req = (unsigned char *)malloc(len)) == NULL)
+        return ENOMEM;
+    /* relaxed: the id only has to be unique, and the bound's lock orders the rest */
+    id = atomic_fetch_add_explicit(&m->next_id, 1, memory_order_relaxed);
+    memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
+    /* buf: never written (read_body places the bytes), but lf_bound wants one for a
+     * cap above 0, and the cap must let any legal reply through to read_body */
+    if ((rc = lf_bound_ctx_init(&call->ctx, call, MEMC_HDR - 1 + 8 + MEMC_KEY_MAX + MEMC_MAX_VALUE,
+                                0)) == 0) {
+        rc = lf_bound_call(&m->b, &call->ctx, id, req, len, deadline);
+        lf_bound_ctx_destroy(&call->ctx);
+        rc = memc__result(call, rc, opcode);
+    }
+    if (req != small)
+        free(req);
+    return rc;
+}
+
+/* Contract: any thread. The value of key into buf (cap bytes): *len its length, and
+ * *flags (may be NULL) its flags. EMSGSIZE: *len says how long it is. */
+static inline int memc_get(memc *m, const char *key, void *buf, size_t cap, size_t *len,
+                           uint32_t *flags, const struct timespec *deadline)
+{
+    struct memc__call call;
+    int rc;
+    memset(&call, 0, sizeof call);
+    call.val = buf;
+    call.cap = buf ? cap : 0;
+    rc = memc__request(m, &call, MEMC_OP_GET, NULL, 0, key, NULL, 0, deadline);
+    if (rc == 0 || rc == EMSGSIZE)
+        *len = call.vlen;
+    if (rc == 0 && flags)
+        *flags = memc_get32(call.flags);
+    return rc;
+}
+
+/* Contract: any thread. Store len bytes under key (exptime: seconds, 0 = never). */
+static inline int memc_set(memc *m, const char *key, const void *val, size_t len, uint32_t flags,
+                           uint32_t exptime, const struct timespec *deadline)
+{
+    struct memc__call call;
+    unsigned char extras[8];
+    memset(&call, 0, sizeof call);
+    memc_put32(extras, flags);
+    memc_put32(extras + 4, exptime);
+    return memc__request(m, &call, MEMC_OP_SET, extras, sizeof extras, key, val, len, deadline);
+}
+
+/* Contract: any thread. */
+static inline int memc_delete(memc *m, const char *key, const struct timespec *deadline)
+{
+    struct memc__call call;
+    memset(&call, 0, sizeof call);
+    return memc__request(m, &call, MEMC_OP_DELETE, NULL, 0, key, NULL, 0, deadline);
+}
+
+#endif

@@ -807,29 +807,8 @@ static inline void lf__set_init(lf_pool *p)
     p->lf__first = p->lf__last = NULL;
 }
 
-static inline void lf__set_push(lf_pool *p, lf_follower *f)
-{
-#if LF_PROMOTE == LF_PROMOTE_LIFO
-    f->lf__prev = NULL;
-    f->lf__next = p->lf__first;
-    if (p->lf__first)
-        p->lf__first->lf__prev = f;
-    else
-        p->lf__last = f;
-    p->lf__first = f;
-#else
-    f->lf__next = NULL;
-    f->lf__prev = p->lf__last;
-    if (p->lf__last)
-        p->lf__last->lf__next = f;
-    else
-        p->lf__first = f;
-    p->lf__last = f;
-#endif
-}
-
-/* A takeover puts the follower it withdrew a promotion from back at the front, where
- * lf__set_pop found it (both policies pop from the front). */
+/* At the front: where LIFO parks, and where a takeover puts back the follower it
+ * withdrew a promotion from (both policies pop from the front). */
 static inline void lf__set_putback(lf_pool *p, lf_follower *f)
 {
     f->lf__prev = NULL;
@@ -839,6 +818,21 @@ static inline void lf__set_putback(lf_pool *p, lf_follower *f)
     else
         p->lf__last = f;
     p->lf__first = f;
+}
+
+static inline void lf__set_push(lf_pool *p, lf_follower *f)
+{
+#if LF_PROMOTE == LF_PROMOTE_LIFO
+    lf__set_putback(p, f);
+#else
+    f->lf__next = NULL;
+    f->lf__prev = p->lf__last;
+    if (p->lf__last)
+        p->lf__last->lf__next = f;
+    else
+        p->lf__first = f;
+    p->lf__last = f;
+#endif
 }
 
 static inline void lf__set_remove(lf_pool *p, lf_follower *f)

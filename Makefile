@@ -219,6 +219,13 @@ $(RESULTS)/compile/readme-server:
 	@test/check.sh $@ "README server example: driven by a client, SIGTERM exits 0" compiles -- test/readme_server.sh $(CC) $(BUILD)/readme-server
 RUN_compile += $(RESULTS)/compile/readme-server
 
+# The benchmark's HTTP server: byte-exact GET/HEAD, pipelining, the errors, truncated
+# requests, huge headers, slowloris, clients that stop reading, idle timeout and a
+# request fuzzer, plain and ASan+UBSan; the thread-per-connection server too.
+$(RESULTS)/compile/httpd:
+	@test/check.sh $@ "bench httpd: HTTP checks, slowloris, stalled readers, fuzzer (plain, ASan+UBSan)" compiles -- test/httpd.sh $(CC) $(BUILD)/httpd
+RUN_compile += $(RESULTS)/compile/httpd
+
 # make install into a temporary prefix; a consumer builds via pkg-config, CMake and a
 # lone copy of lf.h; make uninstall leaves nothing.
 $(RESULTS)/compile/install:

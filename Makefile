@@ -8,7 +8,8 @@
 #   make test SAN_REACTOR_VARIANTS="LIFO+POLL HEAP+EPOLL"   the reactor variants run
 #                                   under the sanitizers (default: LIFO on every
 #                                   backend, CONDVAR on epoll)
-#   make bench                      the benchmarks (bench/; QUICK=1: a short run)
+#   make bench                      the benchmarks (bench/; QUICK=1: a short run; as root
+#                                   it installs its peers: ACE, asio, nginx, wrk)
 #   make stress                     the reactor churn test, 30x longer, every variant,
 #                                   each required to dispatch 10^7 events
 #   make lint                       cppcheck + clang-tidy (also part of make test)
@@ -476,7 +477,7 @@ fuzz: setup
 	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge
 
 # Every benchmark, each failing or not on its own, then the verdict. QUICK=1 runs one
-# short round of each (under 3 minutes); the default size takes about 12.
+# short round of each (under 4 minutes); the default size takes about 17.
 QUICK ?= 0
 bench: setup
 	@start=$$(date +%s); rc=0; \
@@ -485,6 +486,7 @@ bench: setup
 	 bench/dispatch.sh $(BUILD)/bench || rc=1; \
 	 bench/promote.sh $(BUILD)/bench || rc=1; \
 	 bench/handoff.sh $(BUILD)/bench || rc=1; \
+	 bench/httpd.sh $(BUILD)/bench || rc=1; \
 	 echo "make bench: $$(($$(date +%s) - start)) s on $$(nproc) CPUs ($$(uname -m)), results in bench/results/"; \
 	 exit $$rc
 

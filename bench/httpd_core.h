@@ -341,18 +341,23 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
 
     *fd = -1;
     *size = 0;
+    memset(&st, 0, sizeof st);
     if (status == 0) {
         f = openat(dirfd, r->path[0] ? r->path : ".",
                    O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* a FIFO must not block */
-        if (f >= 0 && fstat(f, &st) == 0 && S_ISDIR(st.st_mode)) {
+        if (f >= 0 && fstat(f, &st) != 0)
+            st.st_mode = 0;
+        if (f >= 0 && S_ISDIR(st.st_mode)) {
             int g = openat(f, "index.html", O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
             name = "index.html";
             close(f);
             f = g;
+            if (f >= 0 && fstat(f, &st) != 0)
+                st.st_mode = 0;
         }
         if (f < 0)
             status = errno == EACCES ? 403 : errno == ENAMETOOLONG ? 414 : 404;
-        else if (fstat(f, &st) != 0 || !S_ISREG(st.st_mode))
+        else if (!S_ISREG(st.st_mode))
             status = 404;
         if (status != 0 && f >= 0)
             close(f);

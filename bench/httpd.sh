@@ -8,7 +8,7 @@
 #
 # One directory, two files: small.txt (100 bytes) and 64k.bin (65,536). Rows:
 #   lf       bench/httpd.c: lf_reactor, THREADS threads, sendfile, keep-alive
-#   nginx.1  nginx (Debian's), 1 worker, sendfile on, access log off
+#   nginx.1  nginx (Debian's), 1 worker, sendfile on, tcp_nopush on, access log off
 #   nginx.2  the same, 2 workers
 #   tpc      bench/httpd_tpc.c: a thread per connection on the same file code as lf
 # For each file and each number of connections, a run starts the server, runs
@@ -113,6 +113,7 @@ events { worker_connections 8192; }
 http {
     access_log off;
     sendfile on;
+    tcp_nopush on;
     keepalive_requests 100000000;
     keepalive_timeout 15s;
     default_type application/octet-stream;

@@ -8,7 +8,8 @@
 #   make test SAN_REACTOR_VARIANTS="LIFO+POLL HEAP+EPOLL"   the reactor variants run
 #                                   under the sanitizers (default: LIFO on every
 #                                   backend, CONDVAR on epoll)
-#   make bench                      the benchmarks (bench/; QUICK=1: a short run)
+#   make bench                      the benchmarks (bench/; QUICK=1: a short run; as root
+#                                   it installs its peers: ACE, asio, nginx, wrk)
 #   make stress                     the reactor churn test, 30x longer, every variant,
 #                                   each required to dispatch 10^7 events
 #   make lint                       cppcheck + clang-tidy (also part of make test)
@@ -218,6 +219,13 @@ RUN_compile += $(RESULTS)/compile/readme
 $(RESULTS)/compile/readme-server:
 	@test/check.sh $@ "README server example: driven by a client, SIGTERM exits 0" compiles -- test/readme_server.sh $(CC) $(BUILD)/readme-server
 RUN_compile += $(RESULTS)/compile/readme-server
+
+# The benchmark's HTTP server: byte-exact GET/HEAD, pipelining, the errors, truncated
+# requests, huge headers, slowloris, clients that stop reading, idle timeout and a
+# request fuzzer, plain and ASan+UBSan; the thread-per-connection server too.
+$(RESULTS)/compile/httpd:
+	@test/check.sh $@ "bench httpd: HTTP checks, slowloris, stalled readers, fuzzer (plain, ASan+UBSan)" compiles -- test/httpd.sh $(CC) $(BUILD)/httpd
+RUN_compile += $(RESULTS)/compile/httpd
 
 # make install into a temporary prefix; a consumer builds via pkg-config, CMake and a
 # lone copy of lf.h; make uninstall leaves nothing.
@@ -476,7 +484,7 @@ fuzz: setup
 	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge
 
 # Every benchmark, each failing or not on its own, then the verdict. QUICK=1 runs one
-# short round of each (under 3 minutes); the default size takes about 12.
+# short round of each (under 4 minutes); the default size takes about 17.
 QUICK ?= 0
 bench: setup
 	@start=$$(date +%s); rc=0; \
@@ -486,6 +494,7 @@ bench: setup
 	 bench/promote.sh $(BUILD)/bench || rc=1; \
 	 bench/handoff.sh $(BUILD)/bench || rc=1; \
 	 bench/memc.sh $(BUILD)/bench || rc=1; \
+	 bench/httpd.sh $(BUILD)/bench || rc=1; \
 	 echo "make bench: $$(($$(date +%s) - start)) s on $$(nproc) CPUs ($$(uname -m)), results in bench/results/"; \
 	 exit $$rc
 

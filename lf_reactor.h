@@ -113,9 +113,11 @@
  *   int lf_reactor_register(r, h, fd, events)
  *       events: LF_EV_READ and/or LF_EV_WRITE (timers, notifications and signals
  *       need no interest bits), optionally | LF_EV_EDGE and | LF_EV_KEEPFD.
- *       LF_EV_EDGE: a promise that handle_event empties the handle on every dispatch
- *       (reads until EAGAIN, or until a read returns less than asked on a stream
- *       socket). epoll then keeps the handle armed, edge-triggered, instead of
+ *       LF_EV_EDGE: a promise that handle_event empties the handle on every dispatch:
+ *       reads until EAGAIN or 0 (end of file). A read that returns less than asked
+ *       is not enough: when the peer's end of file comes with its last data, that
+ *       data and the end of file make one edge, and the end of file is seen only
+ *       by a read after the short one. epoll then keeps the handle armed, edge-triggered, instead of
  *       re-arming it with one epoll_ctl per event (about 1 us of system call on the
  *       machines we measured; bench/dispatch.sh); what arrives while the handler runs
  *       or is deactivated is delivered after, as always. A handler that leaves data

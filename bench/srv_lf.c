@@ -10,10 +10,11 @@
  *   2  register connections one-shot (without LF_EV_EDGE)
  *
  * By default connections are registered with LF_EV_EDGE: the handler empties the
- * socket on every dispatch, so epoll keeps it armed and no epoll_ctl is spent per
- * request. Emptying costs no extra read: a read that returns less than it asked for
- * has taken everything there was. One-shot (-f 2), the handler reads once and
- * leaves the rest to the next event, which the re-arm reports.
+ * socket on every dispatch (reads until EAGAIN or end of file), so epoll keeps it
+ * armed and no epoll_ctl is spent per request. That costs a read per dispatch that
+ * finds nothing: a short read is not enough, since a client's close that comes with
+ * its last request makes no second edge. One-shot (-f 2), the handler reads once
+ * and leaves the rest to the next event, which the re-arm reports.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
@@ -54,8 +55,8 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
         c->have = (unsigned)(end - whole);
         if (c->have)
             memmove(c->buf, c->buf + whole, c->have);
-        /* a short read emptied the socket; one-shot, the re-arm reports any rest */
-        if ((size_t)n < room || !(conn_events & LF_EV_EDGE))
+        /* one-shot: the re-arm reports any rest; edge: read on to EAGAIN or 0 */
+        if (!(conn_events & LF_EV_EDGE))
             return LF_KEEP;
     }
 }

@@ -7,7 +7,8 @@
 #        connections; every row at the first, the core rows at the others), THREADS
 #        (2 server threads), WORK (0: CPU work per request, wire.h), WORK_SHAPE
 #        (10000: the CPU work of the core rows' extra table, about 10 us), SCALE
-#        ("100 1000 10000" connections for the scaling rows), CC (cc), CXX (c++)
+#        ("100 1000 10000" connections for the scaling rows; QUICK: 1000), CC (cc),
+#        CXX (c++)
 #
 # Every server speaks bench/wire.h's 64-byte request/reply; bench/loadgen.c drives it
 # with CONNS closed-loop connections on loopback and checks every reply. A run is:
@@ -46,15 +47,14 @@ build=${1:-$root/build/bench}
 cc=${CC:-cc}
 cxx=${CXX:-c++}
 if [ "${QUICK:-0}" = 1 ]; then
-    rounds=${ROUNDS:-1}; secs=${SECS:-1}; warm=${WARM:-0.3}
+    rounds=${ROUNDS:-1}; secs=${SECS:-1}; warm=${WARM:-0.3}; scale=${SCALE:-1000}
 else
-    rounds=${ROUNDS:-5}; secs=${SECS:-2}; warm=${WARM:-0.5}
+    rounds=${ROUNDS:-5}; secs=${SECS:-2}; warm=${WARM:-0.5}; scale=${SCALE:-100 1000 10000}
 fi
 conns_list=${CONNS:-16 64}
 work_shape=${WORK_SHAPE:-10000}
 threads=${THREADS:-2}
 work=${WORK:-0}
-scale=${SCALE:-100 1000 10000}
 results=$here/results
 mkdir -p "$build" "$results"
 started=$(date +%s)

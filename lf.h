@@ -94,7 +94,8 @@
  *       EINVAL: bad arguments, or f already leads or follows.
  *   int lf_pool_try_lead(lf_pool *p, lf_follower *f)
  *       lf_pool_lead that never follows: 0 if the slot was vacant (the caller leads
- *       now), EBUSY if somebody leads (or it is promised to a parked follower); EINTR,
+ *       now, also when it takes over a promotion: see SCHEDULING), EBUSY if somebody
+ *       leads (or it is promised to a parked follower that runs already); EINTR,
  *       ECANCELED, EINVAL as lf_pool_lead. For a thread that has something else to
  *       wait for and would take the leader's work only when nobody does it.
  *   int lf_pool_promote(lf_pool *p, lf_follower *f)
@@ -168,8 +169,9 @@
  *     leader slot, and every thread that finishes processing meanwhile would park
  *     behind it. So a thread back from processing (lf_pool_lead, _try_lead or
  *     _join after lf_pool_promote) that finds the promoted follower not yet running
- *     takes the leadership itself; the follower, put back where it was in the
- *     follower set, finds its wake-up withdrawn and parks again. The claim is a
+ *     takes the leadership itself; the follower, put back at the front of the
+ *     follower set (HEAP: among its equals, by its old arrival), finds its wake-up
+ *     withdrawn and parks again. The claim is a
  *     compare-and-swap on the follower's word, so exactly one of the two leads.
  *     Counted in stats.takeovers. HEAP takes over only from a follower of equal or
  *     lower priority; a follower with a notification pending is left alone; a
@@ -304,6 +306,8 @@
 #define FUTEX_PRIVATE_FLAG 128
 #define FUTEX_BITSET_MATCH_ANY 0xffffffff
 #endif
+#endif
+#if LF_SYNC == LF_SYNC_FUTEX || LF_SCHED_BATCH
 #include <sys/syscall.h>
 #include <unistd.h>
 /* unistd.h declares syscall() only with _DEFAULT_SOURCE, and a declaration of our own
@@ -398,7 +402,9 @@ struct lf_pool_stats {
     unsigned long long timeouts;          /* lead/join calls ended by their deadline */
     unsigned long long dispatch_errors;   /* dispatch callbacks that returned non-zero */
     unsigned long long notifications;     /* lf_pool_notify calls */
-    unsigned long long takeovers;         /* promotions taken over (see TAKEOVER) */
+    unsigned long long takeovers;         /* promotions withdrawn by a takeover (see
+                                           * SCHEDULING): counted in promotions too;
+                                           * the lead goes to the taker */
     unsigned leader;                      /* 0 or 1, now */
     unsigned followers;                   /* parked now */
     unsigned processing;                  /* promoted leaders not yet back, now */
@@ -1352,18 +1358,23 @@ static inline int lf_pool_shutdown(lf_pool *p)
     return 0;
 }
 
-/* SCHEDULING in the doc block: a joined SCHED_OTHER thread runs as SCHED_BATCH (the
- * kernel's number for it is the same on every architecture; glibc shows the name only
- * with _GNU_SOURCE). Returns 1 if it changed the policy, for lf__sched_restore. */
+/* SCHEDULING in the doc block: a joined SCHED_OTHER thread runs as SCHED_BATCH. The
+ * kernel is asked about the calling thread (pid 0) by system call: glibc's
+ * pthread_getschedparam answers from a cache that misses changes made with
+ * sched_setscheduler or chrt (a stale SCHED_OTHER would demote a real-time thread),
+ * and musl's sched_getscheduler refuses (POSIX means the process; Linux the thread).
+ * The policies' numbers are the kernel's, the same on every architecture (glibc
+ * names SCHED_BATCH only with _GNU_SOURCE). Returns 1 if it changed the policy. */
+#define LF__SCHED_OTHER 0
+#define LF__SCHED_BATCH 3
 static inline int lf__sched_batch(void)
 {
 #if LF_SCHED_BATCH
     struct sched_param sp;
-    int policy;
-    if (pthread_getschedparam(pthread_self(), &policy, &sp) != 0 || policy != SCHED_OTHER)
+    if (lf__syscall(SYS_sched_getscheduler, 0L) != LF__SCHED_OTHER)
         return 0;
     sp.sched_priority = 0;
-    return pthread_setschedparam(pthread_self(), 3 /* SCHED_BATCH */, &sp) == 0;
+    return lf__syscall(SYS_sched_setscheduler, 0L, (long)LF__SCHED_BATCH, &sp) == 0;
 #else
     return 0;
 #endif
@@ -1371,11 +1382,16 @@ static inline int lf__sched_batch(void)
 
 static inline void lf__sched_restore(int changed)
 {
-    if (changed) {
+#if LF_SCHED_BATCH
+    /* only if it is still ours: a policy the thread chose meanwhile stays */
+    if (changed && lf__syscall(SYS_sched_getscheduler, 0L) == LF__SCHED_BATCH) {
         struct sched_param sp;
         sp.sched_priority = 0;
-        pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp);
+        lf__syscall(SYS_sched_setscheduler, 0L, (long)LF__SCHED_OTHER, &sp);
     }
+#else
+    (void)changed;
+#endif
 }
 
 /* Contract: any thread with its own follower record; s must outlive the call.

@@ -12,7 +12,9 @@
  *    HEAP: a returning thread of lower priority must not take over (it follows).
  *    LF_TAKEOVER=0: never taken over.
  * 2. lf_pool_join runs a SCHED_OTHER thread as SCHED_BATCH and restores it; a thread
- *    of another policy (SCHED_IDLE, which needs no privilege) is left alone.
+ *    of another policy (SCHED_IDLE, which needs no privilege) is left alone, also
+ *    when the policy was changed behind glibc's cached copy (as chrt does).
+ * 3. Races of a takeover with a deadline, a notification and try_lead.
  * Linux only (affinity and the policies); elsewhere it reports what it skipped. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_setaffinity, SCHED_BATCH, SCHED_IDLE */
@@ -22,6 +24,8 @@
 
 #ifdef __linux__
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define ROUNDS 40
 
@@ -38,19 +42,18 @@ static void pin(int cpu)
     CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
 }
 
+/* The kernel's view of the calling thread, by system call: what chrt and
+ * sched_setscheduler change (glibc's pthread_*schedparam keep a cache of their own) */
 static int policy_now(void)
 {
-    struct sched_param sp;
-    int policy = -1;
-    CHECK(pthread_getschedparam(pthread_self(), &policy, &sp) == 0);
-    return policy;
+    return (int)syscall(SYS_sched_getscheduler, 0);
 }
 
 static int set_policy(int policy)
 {
     struct sched_param sp;
     sp.sched_priority = 0;
-    return pthread_setschedparam(pthread_self(), policy, &sp);
+    return syscall(SYS_sched_setscheduler, 0, policy, &sp) == 0 ? 0 : errno;
 }
 
 static int the_cpu;
@@ -189,7 +192,13 @@ static int joined_policy(int before)
     memset(&src, 0, sizeof src);
     src.wait = src_wait;
     src.dispatch = src_dispatch;
-    CHECK(set_policy(before) == 0);
+    {
+        /* a program that asked glibc once: its cache says what the thread had then */
+        struct sched_param sp;
+        int cached;
+        CHECK(pthread_getschedparam(pthread_self(), &cached, &sp) == 0);
+    }
+    CHECK(set_policy(before) == 0); /* changed behind glibc's back, as chrt does */
     CHECK(lf_pool_init(&pool) == 0);
     CHECK(lf_follower_init(&self, 0) == 0);
     lft_store(&events_left, 3);
@@ -200,6 +209,129 @@ static int joined_policy(int before)
     CHECK(lf_pool_destroy(&pool) == 0);
     CHECK(set_policy(SCHED_OTHER) == 0 || before == SCHED_IDLE);
     return lft_load(&seen_policy);
+}
+
+#if LF_TAKEOVER && LF_PROMOTE != LF_PROMOTE_CONDVAR
+/* ---- 3: a takeover meeting a deadline, a notification, try_lead. The follower
+ * is SCHED_IDLE on our CPU and we never sleep between promoting and coming back, so
+ * it has not run when we do (if it ran anyway, the round is repeated). */
+static lf_follower race_f;
+static LFT_ATOMIC(int) race_rc, race_rc2, race_ready;
+static int race_mode;
+
+static void busy_ms(int ms)
+{
+    double end = lft_now() + ms / 1000.0;
+    while (lft_now() < end) {
+    }
+}
+
+static void *race_follower(void *arg)
+{
+    struct timespec dl;
+    int rc;
+    (void)arg;
+    pin(the_cpu);
+    CHECK(set_policy(SCHED_IDLE) == 0);
+    CHECK(lf_deadline_in(&dl, 2 * 1000000LL) == 0);
+    lft_store(&race_ready, 1);
+    rc = lf_pool_lead(&pool, &race_f, race_mode == 'A' ? &dl : NULL);
+    lft_store(&race_rc, rc);
+    if (rc == 0) {
+        CHECK(lf_pool_promote(&pool, &race_f) == 0);
+        rc = lf_pool_lead(&pool, &race_f, NULL); /* reports a pending notification */
+        lft_store(&race_rc2, rc);
+        if (rc == 0)
+            CHECK(lf_pool_leave(&pool, &race_f) == 0);
+    }
+    return NULL;
+}
+
+/* 1 if the round raced as meant (the follower had not run), 0 to repeat it */
+static int race_round(int mode)
+{
+    pthread_t t;
+    lf_follower self;
+    struct lf_pool_stats st;
+    int rn = 0, rl, raced;
+
+    race_mode = mode;
+    lft_store(&race_rc, -1);
+    lft_store(&race_rc2, -1);
+    lft_store(&race_ready, 0);
+    CHECK(lf_pool_init(&pool) == 0);
+    CHECK(lf_follower_init(&race_f, 0) == 0);
+    CHECK(lf_follower_init(&self, 0) == 0);
+    CHECK(lf_pool_lead(&pool, &self, NULL) == 0);
+    CHECK(pthread_create(&t, NULL, race_follower, NULL) == 0);
+    while (stats_now().followers != 1)
+        lft_sleep_ms(1);
+    if (mode == 'A')
+        busy_ms(3); /* its deadline passes while it cannot run */
+    CHECK(lf_pool_promote(&pool, &self) == 0);
+    if (mode == 'B')
+        rn = lf_pool_notify(&pool, &race_f);
+    rl = lf_pool_try_lead(&pool, &self);
+    if (mode == 'C')
+        rn = lf_pool_notify(&pool, &race_f);
+    st = stats_now();
+    raced = lft_load(&race_rc) == -1; /* it had not run */
+    if (rl == 0) {
+        if (mode == 'A') /* let it run first: its own time-out, not our hand-off */
+            while (lft_load(&race_rc) == -1)
+                lft_sleep_ms(1);
+        CHECK(lf_pool_leave(&pool, &self) == 0);
+    }
+    CHECK(pthread_join(t, NULL) == 0); /* now it runs */
+    if (raced) {
+        switch (mode) {
+        case 'A': /* taken over, then its own time out: ETIMEDOUT, out of the set */
+            CHECK_EQ(rl, 0);
+            CHECK_EQ(st.takeovers, 1ULL);
+            CHECK_EQ(lft_load(&race_rc), ETIMEDOUT);
+            break;
+        case 'B': /* a notification pending: no takeover; it leads, then hears it */
+            CHECK_EQ(rn, EBUSY);
+            CHECK_EQ(rl, EBUSY);
+            CHECK_EQ(st.takeovers, 0ULL);
+            CHECK_EQ(lft_load(&race_rc), 0);
+            CHECK_EQ(lft_load(&race_rc2), EINTR);
+            break;
+        default: /* taken over, parked again: the notification wakes it */
+            CHECK_EQ(rl, 0);
+            CHECK_EQ(rn, 0);
+            CHECK_EQ(st.takeovers, 1ULL);
+            CHECK_EQ(lft_load(&race_rc), EINTR);
+            break;
+        }
+    }
+    st = stats_now();
+    CHECK_EQ(st.leader + st.followers + st.processing, 0u);
+    lf_follower_destroy(&race_f);
+    lf_follower_destroy(&self);
+    CHECK(lf_pool_destroy(&pool) == 0);
+    return raced;
+}
+#endif
+
+static void races(void)
+{
+#if LF_TAKEOVER && LF_PROMOTE != LF_PROMOTE_CONDVAR
+    const char *what[3] = {"its deadline passed: ETIMEDOUT, out of the set",
+                           "a notification pending: not taken over, EINTR after",
+                           "notified after: EINTR"};
+    for (int m = 0; m < 3; m++) {
+        int tries = 0;
+        while (!race_round('A' + m)) {
+            if (++tries == 10)
+                fprintf(stderr, "race %c: the follower ran first 10 times\n", 'A' + m);
+            CHECK(tries < 10); /* it always ran first: the CPU was never ours */
+        }
+        printf("  race %c: a promotion not yet running taken over or not; %s\n", 'A' + m,
+               what[m]);
+        lft_progress();
+    }
+#endif
 }
 
 int main(void)
@@ -213,6 +345,7 @@ int main(void)
 #if LF_PROMOTE == LF_PROMOTE_HEAP
     takeover(5, 1); /* lower priority than the promoted follower: no takeover */
 #endif
+    races();
     {
         int in_other = joined_policy(SCHED_OTHER);
         int in_idle;

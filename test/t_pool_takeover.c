@@ -17,7 +17,7 @@
  * 3. Races of a takeover with a deadline, a notification and try_lead.
  * Linux only (affinity and the policies); elsewhere it reports what it skipped. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* sched_setaffinity, SCHED_BATCH, SCHED_IDLE */
+#define _GNU_SOURCE /* NOLINT(bugprone-reserved-identifier): sched_setaffinity, SCHED_IDLE */
 #endif
 #include "../lf.h"
 #include "lf_test.h"

@@ -567,7 +567,7 @@ static void forks(void)
     counted c;
     int p[2], rounds = (int)lft_scaled(6), rc;
 
-    if (getenv("LF_TEST_NO_FORK")) {
+    if (lft_env("LF_TEST_NO_FORK", 0)) {
         /* qemu-user aborts a child forked from a threaded guest (its own limit) */
         printf("  8 fork: skipped (LF_TEST_NO_FORK: under qemu-user)\n");
         return;

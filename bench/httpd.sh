@@ -25,8 +25,10 @@
 # runs. A row that cannot run is reported missing.
 #
 # Writes bench/results/httpd.csv (server,file,conns,rps,p99_us,cpu_us_per_req,
-# errors), httpd.raw (every run) and httpd.png when gnuplot is there. Exits 1 if a
-# run failed (a server did not start, wrk failed, or saw errors or non-2xx answers).
+# errors,timeouts), httpd.raw (every run) and httpd.png when gnuplot is there. Exits 1
+# if a run failed (a server did not start, wrk failed, or saw connect, read or write
+# errors or non-2xx answers). A request that took over wrk's 2 s is a timeout: the
+# server's tail, counted in its own column, not a failure.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -216,14 +218,15 @@ run() {
         /^ +99%/ { p99 = us($2) }
         / requests in / { n = $1 }
         /^Requests\/sec:/ { rps = $2 }
-        /Socket errors:/ { gsub(/,/, ""); err += $4 + $6 + $8 + $10 }
+        /Socket errors:/ { gsub(/,/, ""); err += $4 + $6 + $8; to += $10 }
         /Non-2xx or 3xx responses:/ { err += $NF }
-        END { printf "row=%s file=%s conns=%d round=%d rps=%.0f p99_us=%.0f cpu_us_per_req=%.2f requests=%d errors=%d\n",
-                     row, file, c, r, rps, p99, (n > 0 ? dt * 1000000 / hz / n : 0), n, err }' \
+        END { printf "row=%s file=%s conns=%d round=%d rps=%.0f p99_us=%.0f cpu_us_per_req=%.2f requests=%d timeouts=%d errors=%d\n",
+                     row, file, c, r, rps, p99, (n > 0 ? dt * 1000000 / hz / n : 0), n, to, err }' \
         "$tmp/wrk.out" | tee -a "$raw" | awk '{
         for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-        printf "  %-8s %-9s %5s conns %9.0f req/s  p99 %8.0f us  cpu %6.2f us/req  errors %d\n",
-            v["row"], v["file"], v["conns"], v["rps"], v["p99_us"], v["cpu_us_per_req"], v["errors"] }' >&2
+        printf "  %-8s %-9s %5s conns %9.0f req/s  p99 %8.0f us  cpu %6.2f us/req  errors %d  timeouts %d\n",
+            v["row"], v["file"], v["conns"], v["rps"], v["p99_us"], v["cpu_us_per_req"], v["errors"],
+            v["timeouts"] }' >&2
     if tail -n 1 "$raw" | grep -qv ' errors=0$'; then
         echo "httpd bench: $1 answered with errors (wrk: $(grep -i 'error\|non-2xx' "$tmp/wrk.out" | tr '\n' ' '))" >&2
         failed=1
@@ -258,18 +261,18 @@ awk -v out="$results/httpd.csv" -v rows="$rows" '
         k = v["row"] SUBSEP v["file"] SUBSEP v["conns"]
         if (!(k in rps)) { keys[++nk] = k }
         rps[k] = rps[k] " " v["rps"]; p99[k] = p99[k] " " v["p99_us"]
-        cpu[k] = cpu[k] " " v["cpu_us_per_req"]; err[k] += v["errors"]
+        cpu[k] = cpu[k] " " v["cpu_us_per_req"]; err[k] += v["errors"]; tmo[k] += v["timeouts"]
     }
     END {
-        print "server,file,conns,rps,p99_us,cpu_us_per_req,errors" > out
-        printf "%-8s %-9s %6s %10s %10s %12s %7s\n", "server", "file", "conns", "req/s", "p99 us", "CPU us/req", "errors"
+        print "server,file,conns,rps,p99_us,cpu_us_per_req,errors,timeouts" > out
+        printf "%-8s %-9s %6s %10s %10s %12s %7s %8s\n", "server", "file", "conns", "req/s", "p99 us", "CPU us/req", "errors", "timeouts"
         for (i = 1; i <= nk; i++) {
             split(keys[i], f, SUBSEP)
-            line = sprintf("%s,%s,%s,%.0f,%.0f,%.2f,%d", f[1], f[2], f[3], median(rps[keys[i]]),
-                           median(p99[keys[i]]), median(cpu[keys[i]]), err[keys[i]])
+            line = sprintf("%s,%s,%s,%.0f,%.0f,%.2f,%d,%d", f[1], f[2], f[3], median(rps[keys[i]]),
+                           median(p99[keys[i]]), median(cpu[keys[i]]), err[keys[i]], tmo[keys[i]])
             print line > out
-            printf "%-8s %-9s %6s %10.0f %10.0f %12.2f %7d\n", f[1], f[2], f[3], median(rps[keys[i]]),
-                   median(p99[keys[i]]), median(cpu[keys[i]]), err[keys[i]]
+            printf "%-8s %-9s %6s %10.0f %10.0f %12.2f %7d %8d\n", f[1], f[2], f[3], median(rps[keys[i]]),
+                   median(p99[keys[i]]), median(cpu[keys[i]]), err[keys[i]], tmo[keys[i]]
         }
     }' "$raw" >&2
 if command -v gnuplot >/dev/null 2>&1; then

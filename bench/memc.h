@@ -27,8 +27,12 @@
  *   ECONNRESET  the connection ended (memcached went away) before the reply came:
  *               every waiter wakes with it, and every later call returns it
  *   EPIPE       the request could not be sent (the write side broke)
- *   EPROTO      the byte stream is not memcached's (the connection is dead), or a
- *               reply that does not answer this request (another opcode)
+ *   EPROTO      the byte stream is not memcached's: a bad magic byte, a body length
+ *               over the limit (the connection is dead, and every waiter and later
+ *               call gets EPROTO). Or one reply that does not answer this request:
+ *               another opcode, extras and key longer than its body, a value in the
+ *               reply to a set or a delete (that reply is skipped whole; the
+ *               connection goes on)
  *   ETIMEDOUT   the deadline passed first (a late reply is dropped)
  *   ECANCELED   memc_shutdown
  *   ENOMEM      (as above) also: no memory for a large request
@@ -188,8 +192,10 @@ static int memc__frame(void *user, const unsigned char *p, size_t avail, size_t 
         return EPROTO;
     *id = memc_get32(p + 12);
     *hlen = 1; /* the magic only: the rest of the header goes to read_body (see above) */
-    *blen = MEMC_HDR - 1 + memc_get32(p + 8);
-    return 0;
+    /* in size_t: a 32-bit sum would wrap a total near 2^32 to a small length that
+     * passes max_body. Where size_t is 32 bits too, the wrap is caught here. */
+    *blen = (size_t)(MEMC_HDR - 1) + (size_t)memc_get32(p + 8);
+    return *blen < (size_t)memc_get32(p + 8) ? EPROTO : 0;
 }
 
 /* Copy what part of bytes [off, off + n) of the body falls in [at, at + len) to dst. */
@@ -293,7 +299,10 @@ static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
 {
     memc__last_status = 0;
     if (rc == EBADMSG) /* read_body refused: too long for the buffer, or nonsense */
-        return call->vlen > call->cap && memc_get16(&MEMC__H(call, 6)) == 0 ? EMSGSIZE : EPROTO;
+        return opcode == MEMC_OP_GET && call->vlen > call->cap &&
+                       memc_get16(&MEMC__H(call, 6)) == 0
+                   ? EMSGSIZE
+                   : EPROTO; /* set, delete: a value where none belongs */
     if (rc != 0)
         return rc;
     if (MEMC__H(call, 1) != opcode)

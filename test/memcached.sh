@@ -5,7 +5,9 @@
 # policy, and FIFO) and under ASan+UBSan:
 #   1. 8 threads x 10^4 mixed get/set/delete over ONE connection, every value checked;
 #   2. memcached killed (SIGKILL) mid-run: every waiting thread wakes with ECONNRESET
-#      or EPIPE, none hangs (the test's watchdog, and timeout here).
+#      or EPIPE, none hangs (the test's watchdog, and timeout here);
+#   3. malformed replies from a fake server in the test: EPROTO for the call, and for
+#      the connection when the stream itself is broken.
 # About 10 s.
 set -eu
 [ $# -eq 2 ] || { echo "usage: test/memcached.sh CC BUILD_DIR" >&2; exit 2; }
@@ -29,6 +31,8 @@ for bin in t_memcached t_memcached.fifo t_memcached.asan; do
     envs="LF_TEST_STALL_S=10"
     case $bin in *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;; esac
     echo "$bin:"
+    # shellcheck disable=SC2086
+    env $envs timeout 60 "$build/$bin" -f # malformed replies from a fake server
     memc_start "$build"
     # shellcheck disable=SC2086 # envs is a list of assignments
     env $envs timeout 120 "$build/$bin" -p "$memc_port"

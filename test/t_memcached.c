@@ -15,11 +15,17 @@
  *       memcached (PID) is killed with SIGKILL mid-run: every thread wakes with the
  *       documented error (ECONNRESET, or EPIPE for a send that found the connection
  *       broken) and a later call fails the same way at once. A thread that never
- *       wakes trips the watchdog. */
+ *       wakes trips the watchdog.
+ *   t_memcached -f               against a fake server on loopback: a reply that does
+ *       not answer its request (a value in a set's reply, extras and key longer than
+ *       the body, another opcode) fails that call with EPROTO and the next call
+ *       works; a body length that wraps 32 bits, one over the limit, or a bad magic
+ *       fails the connection with EPROTO for every later call. */
 #include "../bench/memc.h"
 #include "lf_test.h"
 
 #include <signal.h>
+#include <stdint.h>
 
 #define THREADS 8
 #define OWN_KEYS 32
@@ -283,6 +289,132 @@ static void killed(int port, pid_t pid)
     CHECK_EQ(memc_close(&M), 0);
 }
 
+/* ------------------------------------------------------------------ part 3 */
+
+/* A fake memcached on loopback that answers each request as its key says: "ok" a
+ * good value, the others a malformed reply of one kind. One connection at a time. */
+static int fake_fd;
+
+static int read_full(int fd, unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = read(fd, p, n);
+        if (r <= 0)
+            return -1;
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+static void fake_reply(int fd, const unsigned char *req, unsigned opcode, unsigned klen,
+                       unsigned elen, uint32_t total, unsigned char magic, const void *body,
+                       size_t blen)
+{
+    unsigned char out[MEMC_HDR + 64];
+    memset(out, 0, MEMC_HDR);
+    out[0] = magic;
+    out[1] = (unsigned char)opcode;
+    memc_put16(out + 2, klen);
+    out[4] = (unsigned char)elen;
+    memc_put32(out + 8, total);
+    memcpy(out + 12, req + 12, 4); /* the request's opaque */
+    CHECK(blen <= 64);
+    if (blen)
+        memcpy(out + MEMC_HDR, body, blen);
+    CHECK(write(fd, out, MEMC_HDR + blen) == (ssize_t)(MEMC_HDR + blen));
+}
+
+static void *fake_server(void *arg)
+{
+    int conns = (int)(intptr_t)arg;
+    for (int c = 0; c < conns; c++) {
+        int fd = accept(fake_fd, NULL, NULL);
+        unsigned char req[MEMC_HDR + 600], *body = req + MEMC_HDR;
+        CHECK(fd >= 0);
+        while (read_full(fd, req, MEMC_HDR) == 0) {
+            uint32_t total = memc_get32(req + 8);
+            unsigned klen = memc_get16(req + 2), elen = req[4], op = req[1];
+            char key[300];
+            CHECK(total <= 600 && read_full(fd, body, total) == 0);
+            memcpy(key, body + elen, klen);
+            key[klen] = '\0';
+            if (strcmp(key, "ok") == 0) { /* flags 7, value "hello" */
+                static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
+                fake_reply(fd, req, op, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
+            } else if (strcmp(key, "setval") == 0) { /* a value in a set's reply */
+                fake_reply(fd, req, op, 0, 0, 3, MEMC_RESPONSE, "xyz", 3);
+            } else if (strcmp(key, "short") == 0) { /* extras + key > the body */
+                fake_reply(fd, req, op, 10, 4, 5, MEMC_RESPONSE, "abcde", 5);
+            } else if (strcmp(key, "opcode") == 0) { /* the answer to another request */
+                fake_reply(fd, req, MEMC_OP_DELETE, 0, 0, 0, MEMC_RESPONSE, NULL, 0);
+            } else if (strcmp(key, "wrap") == 0) { /* 23 + total wraps 32 bits to 0 */
+                fake_reply(fd, req, op, 0, 0, 0xffffffe9u, MEMC_RESPONSE, NULL, 0);
+            } else if (strcmp(key, "huge") == 0) { /* over max_body */
+                fake_reply(fd, req, op, 0, 0, 0x7fffffffu, MEMC_RESPONSE, NULL, 0);
+            } else { /* "magic": not a response at all */
+                fake_reply(fd, req, op, 0, 0, 0, 0x42, NULL, 0);
+            }
+        }
+        close(fd);
+    }
+    return NULL;
+}
+
+/* The RESULTS table's EPROTO cases: a reply that does not answer its request fails
+ * that call and the connection goes on; a stream that is not memcached's ends it. */
+static void malformed(void)
+{
+    static const char *const fatal[] = {"wrap", "huge", "magic"};
+    struct sockaddr_in a;
+    socklen_t alen = sizeof a;
+    struct lf_bound_stats s;
+    unsigned char v[64];
+    size_t len;
+    uint32_t flags;
+    pthread_t th;
+    int one = 1;
+
+    CHECK((fake_fd = socket(AF_INET, SOCK_STREAM, 0)) >= 0);
+    (void)setsockopt(fake_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(fake_fd, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(listen(fake_fd, 4) == 0);
+    CHECK(getsockname(fake_fd, (struct sockaddr *)&a, &alen) == 0);
+    CHECK(pthread_create(&th, NULL, fake_server, (void *)(intptr_t)3) == 0);
+
+    for (int c = 0; c < 3; c++) {
+        CHECK_EQ(memc_open(&M, "127.0.0.1", ntohs(a.sin_port)), 0);
+        CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
+        CHECK(len == 5 && memcmp(v, "hello", 5) == 0 && flags == 7);
+        if (c == 0) { /* the survivable ones, each followed by a good call */
+            CHECK_EQ(memc_set(&M, "setval", "v", 1, 0, 0, NULL), EPROTO);
+            CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
+            CHECK_EQ(memc_get(&M, "short", v, sizeof v, &len, &flags, NULL), EPROTO);
+            CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
+            CHECK_EQ(memc_get(&M, "opcode", v, sizeof v, &len, &flags, NULL), EPROTO);
+            CHECK_EQ(memc_get(&M, "ok", v, 2, &len, &flags, NULL), EMSGSIZE);
+            CHECK_EQ(len, 5);
+            CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
+            CHECK(len == 5 && memcmp(v, "hello", 5) == 0 && flags == 7);
+        }
+        /* the fatal one, then the connection is dead for every later call */
+        CHECK_EQ(memc_get(&M, fatal[c], v, sizeof v, &len, &flags, NULL), EPROTO);
+        CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), EPROTO);
+        CHECK_EQ(memc_delete(&M, "ok", NULL), EPROTO);
+        CHECK_EQ(lf_bound_stats(&M.b, &s), 0);
+        CHECK_EQ(s.stray, 0);
+        CHECK_EQ(memc_close(&M), 0);
+    }
+    CHECK(pthread_join(th, NULL) == 0);
+    close(fake_fd);
+    printf("t_memcached: malformed replies: set with a value, extras+key over the body, "
+           "another opcode: EPROTO and the connection goes on; a 32-bit-wrapping body "
+           "length, one over max_body, a bad magic: EPROTO and the connection is dead\n");
+}
+
 int main(int argc, char **argv)
 {
     long port = 0, pid = 0;
@@ -292,8 +424,14 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "-k") == 0)
             pid = strtol(argv[i + 1], NULL, 10);
     }
+    if (argc == 2 && strcmp(argv[1], "-f") == 0) {
+        lft_start("t_memcached", 10);
+        malformed();
+        lft_pass();
+        return 0;
+    }
     if (port <= 0 || port > 65535) {
-        fprintf(stderr, "usage: t_memcached -p PORT [-k MEMCACHED_PID]\n");
+        fprintf(stderr, "usage: t_memcached -p PORT [-k MEMCACHED_PID] | -f\n");
         return 2;
     }
     lft_start("t_memcached", 10);

@@ -119,6 +119,7 @@ static int answer(struct conn *c)
         c->closing = !r.keep_alive;
         any = 1;
     }
+    used += httpd_blank(c->in + used, c->in_len - used); /* no request started yet */
     if (used) {
         c->in_len -= used;
         memmove(c->in, c->in + used, c->in_len);

@@ -12,14 +12,18 @@
  * What is refused, and with what:
  *   400  a malformed request line or header, a target that is not a path, a bad
  *        %-escape or an encoded NUL, a "." or ".." segment (no way out of the
- *        directory: symbolic links inside it are followed, as nginx does by default),
+ *        directory by name; but symbolic links are followed, out of it too, as nginx
+ *        does by default: put no link there that you would not serve),
  *        an HTTP/1.1 request without exactly one Host
  *   405  a method other than GET and HEAD (with Allow)
  *   413  a request with a body (Content-Length > 0, or Transfer-Encoding): we take none
- *   414  a target longer than HTTPD_URI_MAX
+ *   414  a target longer than HTTPD_URI_MAX (a longer segment than the file system
+ *        takes, or a file named with a trailing slash, is 404)
  *   431  a request head longer than HTTPD_REQ_MAX (the connection's buffer)
  *   505  an HTTP version other than 1.x
  *   404  no such regular file (a directory serves its index.html); 403 not readable
+ * Empty lines before a request are dropped (httpd_blank). An HTTP/1.0 request that
+ * asks for keep-alive gets it, and its response says Connection: keep-alive.
  * Every error but 404 and 403 closes the connection after its response (a request
  * whose end we cannot find leaves the stream unusable); the caller closes gracefully
  * (httpd_linger), so the client reads the error before it sees the close.
@@ -48,7 +52,8 @@
 struct httpd_req {
     int status;      /* 0: serve it; else the error to answer */
     int head;        /* HEAD: no body */
-    int keep_alive;  /* the connection stays open after the response */
+    int keep_alive;  /* the connection stays open after the response (2: an HTTP/1.0
+                      * client asked for it, so the response says it too) */
     char path[HTTPD_URI_MAX + 16]; /* decoded, relative to the directory ("" = root) */
 };
 
@@ -136,10 +141,20 @@ static inline int httpd__path(struct httpd_req *r, const char *t, size_t n)
         if (i >= n)
             break;
     }
-    while (o > 0 && r->path[o - 1] == '/')
-        o--;
+    /* a trailing slash stays: it names a directory, and a file so named is ENOTDIR */
     r->path[o] = 0;
     return 0;
+}
+
+/* The empty lines (CR, LF) at the start of buf: a client may send them between
+ * requests, and they start no request (RFC 9112 2.2). The servers drop them as they
+ * come, so that they arm no request timer and fill no buffer. */
+static inline size_t httpd_blank(const char *buf, size_t len)
+{
+    size_t i = 0;
+    while (i < len && (buf[i] == '\r' || buf[i] == '\n'))
+        i++;
+    return i;
 }
 
 /* Look at buf[0..len) for one whole request. Returns 0 when it is not all there yet
@@ -156,8 +171,7 @@ static inline size_t httpd_parse(const char *buf, size_t len, struct httpd_req *
     r->head = 0;
     r->keep_alive = 0;
     r->path[0] = 0;
-    while (i < len && (buf[i] == '\r' || buf[i] == '\n')) /* empty lines before it */
-        i++;
+    i = httpd_blank(buf, len); /* empty lines before it */
     /* the head ends with an empty line (CRLF CRLF, or bare LFs, which we accept) */
     for (end = line = i; end < len; end++) {
         if (buf[end] != '\n')
@@ -170,7 +184,7 @@ static inline size_t httpd_parse(const char *buf, size_t len, struct httpd_req *
         line = end + 1;
     }
     if (!found) {
-        if (len < HTTPD_REQ_MAX)
+        if (len - i < HTTPD_REQ_MAX) /* the caller drops the empty lines (httpd_blank) */
             return 0;
         /* no end in a full buffer: the request line alone, or the whole head? */
         r->status = memchr(buf + i, '\n', len - i) ? 431 : 414;
@@ -246,7 +260,7 @@ static inline size_t httpd_parse(const char *buf, size_t len, struct httpd_req *
     }
     if (minor >= 1 && hosts != 1)
         goto bad;
-    r->keep_alive = minor >= 1 ? !conn_close : conn_keep && !conn_close;
+    r->keep_alive = minor >= 1 ? !conn_close : conn_keep && !conn_close ? 2 : 0;
     if (body) {
         r->status = 413;
     } else if (mlen == 3 && memcmp(m, "GET", 3) == 0) {
@@ -313,8 +327,17 @@ static inline const char *httpd__reason(int status)
     }
 }
 
+/* The Connection header for keep_alive (as struct httpd_req has it). HTTP/1.1 keeps
+ * the connection unless told; HTTP/1.0 closes it unless told. */
+static inline const char *httpd__connection(int keep_alive)
+{
+    return keep_alive == 0 ? "Connection: close\r\n"
+           : keep_alive == 2 ? "Connection: keep-alive\r\n"
+                             : "";
+}
+
 /* An error response (its body a line naming it) into out[HTTPD_HEAD_MAX]: its
- * length. keep_alive 0 adds Connection: close. */
+ * length. keep_alive as struct httpd_req has it (0 adds Connection: close). */
 static inline size_t httpd_error(char *out, int status, int head, int keep_alive)
 {
     const char *why = httpd__reason(status);
@@ -322,8 +345,7 @@ static inline size_t httpd_error(char *out, int status, int head, int keep_alive
                      "HTTP/1.1 %d %s\r\nServer: lf-httpd\r\nDate: %s\r\n"
                      "Content-Type: text/plain\r\nContent-Length: %zu\r\n%s%s\r\n",
                      status, why, httpd__date(), strlen(why) + 5,
-                     status == 405 ? "Allow: GET, HEAD\r\n" : "",
-                     keep_alive ? "" : "Connection: close\r\n");
+                     status == 405 ? "Allow: GET, HEAD\r\n" : "", httpd__connection(keep_alive));
     if (!head && n > 0 && (size_t)n + strlen(why) + 5 < HTTPD_HEAD_MAX)
         n += snprintf(out + n, HTTPD_HEAD_MAX - (size_t)n, "%d %s\n", status, why);
     return n > 0 ? (size_t)n : 0;
@@ -355,14 +377,13 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
             if (f >= 0 && fstat(f, &st) != 0)
                 st.st_mode = 0;
         }
-        if (f < 0)
-            status = errno == EACCES ? 403 : errno == ENAMETOOLONG ? 414 : 404;
+        if (f < 0) /* ENOENT, ENOTDIR (a file named with a trailing slash), ENAMETOOLONG
+                    * (a segment over the file system's limit), ELOOP: no such file */
+            status = errno == EACCES ? 403 : 404;
         else if (!S_ISREG(st.st_mode))
             status = 404;
         if (status != 0 && f >= 0)
             close(f);
-        if (status == 414)
-            r->keep_alive = 0;
     }
     if (status != 0)
         return httpd_error(out, status, r->head, r->keep_alive);
@@ -370,7 +391,7 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
                      "HTTP/1.1 200 OK\r\nServer: lf-httpd\r\nDate: %s\r\n"
                      "Content-Type: %s\r\nContent-Length: %lld\r\n%s\r\n",
                      httpd__date(), httpd__type(name), (long long)st.st_size,
-                     r->keep_alive ? "" : "Connection: close\r\n");
+                     httpd__connection(r->keep_alive));
     if (r->head || st.st_size == 0)
         close(f);
     else

@@ -56,6 +56,9 @@ static void *conn_thread(void *arg)
 
     for (;;) {
         if ((n = httpd_parse(in, len, &r)) == 0) {
+            size_t blank = httpd_blank(in, len); /* no request started yet */
+            len -= blank;
+            memmove(in, in + blank, len);
             ssize_t got = read(fd, in + len, sizeof in - len);
             if (got < 0 && errno == EINTR)
                 continue;

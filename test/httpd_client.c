@@ -113,6 +113,7 @@ struct resp {
     int status;
     long clen;
     int close;
+    int keep_hdr; /* Connection: keep-alive */
     char *body;
     size_t blen;
 };
@@ -147,6 +148,8 @@ static int read_resp(struct rd *r, int head, struct resp *out)
             out->clen = atol(l + 17);
         if (strncasecmp(l + 2, "Connection: close", 17) == 0)
             out->close = 1;
+        if (strncasecmp(l + 2, "Connection: keep-alive", 22) == 0)
+            out->keep_hdr = 1;
     }
     free(h);
     memmove(r->buf, r->buf + hl, r->len - hl);
@@ -198,6 +201,9 @@ static void rd_close(struct rd *r)
 
 static const char *want_body(const char *path, size_t *n)
 {
+    size_t len = strlen(path);
+    if (len > 1 && path[len - 1] == '/' && strcmp(path, "/sub/") != 0)
+        return NULL; /* a file named as a directory */
     if (strncmp(path, "/small.txt", 10) == 0)
         return *n = small_n, small;
     if (strcmp(path, "/big.bin") == 0)
@@ -246,7 +252,8 @@ static void roundtrip(struct rd *r, const char *what, const char *method, const 
 }
 
 static const char *const paths[] = {"/small.txt", "/big.bin", "/nope", "/", "/sub/",
-                                    "/small.txt?x=1", "/sub", "/sub//index.html/"};
+                                    "/small.txt?x=1", "/sub", "/sub//index.html/",
+                                    "/small.txt/", "/sub//index.html"};
 
 static void t_basic(void)
 {
@@ -275,7 +282,7 @@ static void t_pipeline(void)
         len = 0;
         for (int i = 0; i < 40; i++)
             len += (size_t)sprintf(q + len, "%s %s HTTP/1.1\r\nHost: t\r\n\r\n", m[i % 7 == 3],
-                                   paths[i % 8]);
+                                   paths[i % 10]);
         if (round == 0) {
             send_all(r->fd, q, len);
         } else {
@@ -289,7 +296,7 @@ static void t_pipeline(void)
             }
         }
         for (int i = 0; i < 40; i++)
-            check_get(r, round ? "pipelined in pieces" : "pipelined", m[i % 7 == 3], paths[i % 8]);
+            check_get(r, round ? "pipelined in pieces" : "pipelined", m[i % 7 == 3], paths[i % 10]);
     }
     rd_close(r);
     free(q);
@@ -342,6 +349,23 @@ static void t_errors(void)
     EXPECT("HTTP/1.0 closes", "GET /small.txt HTTP/1.0\r\n\r\n", 200, 0);
     EXPECT("Connection: close", "GET /small.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 200, 0);
     EXPECT("HTTP/1.0 keep-alive", "GET /small.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 200, 1);
+    EXPECT("HTTP/1.0 keep-alive 404", "GET /nope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", 404, 1);
+    { /* an HTTP/1.0 client keeps the connection only if the response says so too */
+        static const char *const reqs[] = {
+            "GET /small.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+            "GET /nope HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+            "GET /small.txt HTTP/1.1\r\nHost: a\r\n\r\n"}; /* 1.1: implied, not said */
+        for (int i = 0; i < 3; i++) {
+            struct rd *r = rd_open();
+            struct resp s;
+            send_all(r->fd, reqs[i], strlen(reqs[i]));
+            if (read_resp(r, 0, &s) != 0 || s.close || s.keep_hdr != (i < 2))
+                fail("keep-alive header: request %d: Connection: keep-alive %s", i,
+                     s.keep_hdr ? "said" : "not said");
+            free(s.body);
+            rd_close(r);
+        }
+    }
 
     /* a target over 2,048 bytes: 414; no end of line in 8 KiB: 414; a head over 8 KiB: 431 */
     char *q = malloc(40000);
@@ -350,6 +374,11 @@ static void t_errors(void)
     n += 3000;
     n += sprintf(q + n, " HTTP/1.1\r\nHost: a\r\n\r\n");
     expect_status("long target", q, (size_t)n, 414, 0);
+    n = sprintf(q, "GET /"); /* a segment longer than a file name can be: no such file */
+    memset(q + n, 'a', 300);
+    n += 300;
+    n += sprintf(q + n, " HTTP/1.1\r\nHost: a\r\n\r\n");
+    expect_status("long segment", q, (size_t)n, 404, 1);
     n = sprintf(q, "GET /");
     memset(q + n, 'a', 12000);
     expect_status("endless request line", q, (size_t)n + 12000, 414, 0);
@@ -392,6 +421,30 @@ static void t_idle(void)
     long long took = now_ms() - t0;
     if (took < idle_ms * 8 / 10)
         fail("idle: closed after %lld ms, before the %ld ms timeout", took, idle_ms);
+    rd_close(r);
+}
+
+/* Empty lines between requests start none (RFC 9112 2.2): after a request and its
+ * trailing CRLFs the connection stays open and silent past the request timeout (no
+ * 408), and a run of CRLFs longer than the request buffer is no 414. */
+static void t_blank_lines(void)
+{
+    static const char get[] = "GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n";
+    char crlf[20000];
+    struct resp s;
+    struct rd *r = rd_open();
+    struct pollfd p = {r->fd, POLLIN, 0};
+    for (size_t i = 0; i < sizeof crlf; i += 2)
+        memcpy(crlf + i, "\r\n", 2);
+    send_all(r->fd, get, sizeof get - 1);
+    send_all(r->fd, "\r\n\r\n", 4);
+    if (read_resp(r, 0, &s) != 0 || s.status != 200)
+        fail("blank lines: the request before them was not answered 200");
+    free(s.body);
+    if (r->len > 0 || poll(&p, 1, (int)req_ms + 500) != 0)
+        fail("blank lines: the server answered or closed after them (a 408 for no request)");
+    send_all(r->fd, crlf, sizeof crlf);
+    roundtrip(r, "blank lines then a request", "GET", "/small.txt");
     rd_close(r);
 }
 
@@ -604,6 +657,7 @@ int main(int argc, char **argv)
         {"a client that stops reading", t_stop_reading, 0},
         {"slowloris", t_slowloris, 1},
         {"idle timeout", t_idle, 1},
+        {"blank lines between requests", t_blank_lines, 1},
         {"fuzz", t_fuzz, 0},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

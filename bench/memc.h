@@ -11,29 +11,38 @@
  *   memc_shutdown(&m) (wakes every waiter); join the threads; memc_close(&m);
  *
  * Deadlines are absolute CLOCK_MONOTONIC times, as lf_bound's; NULL waits for good.
- * Keys are C strings of 1..250 bytes.
+ * Keys are C strings of 1..250 bytes. Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L
+ * app.c -pthread (memc.h includes ../lf_bound.h, which needs C11 and POSIX threads).
  *
  * RESULTS: one meaning each.
- *   0           done (get: the value is in buf, *len bytes, *flags its flags)
+ *   0           done (get: the value is in buf, *len bytes, *flags its flags: 0 if
+ *               the reply carried none)
  *   ENOENT      no such key (get, delete)             memcached status 0x0001
  *   EEXIST      the key exists (a CAS mismatch)       0x0002
  *   E2BIG       the value is too large for the server 0x0003
- *   EINVAL      invalid arguments: ours (a key of 0 or over 250 bytes, say), or the
- *               server's                              0x0004
+ *   EINVAL      invalid arguments: ours (a key of 0 or over 250 bytes, say: then
+ *               memc_last_status() is 0), or the server's 0x0004
  *   ENOMEM      the server is out of memory           0x0082
  *   EIO         any other status (memc_last_status() of the thread says which)
  *   EMSGSIZE    get: the value does not fit in buf; *len says how long it is. The
- *               connection goes on.
+ *               connection goes on. (Any length the protocol allows, up to
+ *               MEMC_MAX_BODY: memcached started with -I above 1m may hold them.)
  *   ECONNRESET  the connection ended (memcached went away) before the reply came:
- *               every waiter wakes with it, and every later call returns it
- *   EPIPE       the request could not be sent (the write side broke)
+ *               every waiter wakes with it, and later calls fail (ECONNRESET, or
+ *               EPIPE if the write side broke first): memc_close, memc_open anew
+ *   EPIPE       the request could not be sent: the write side broke, or an earlier
+ *               request was cut off mid-way (its deadline passed while the socket
+ *               was full, so the stream holds half a request). Every later call
+ *               returns EPIPE too, even if replies still come: memc_close, memc_open
  *   EPROTO      the byte stream is not memcached's: a bad magic byte, a body length
- *               over the limit (the connection is dead, and every waiter and later
- *               call gets EPROTO). Or one reply that does not answer this request:
- *               another opcode, extras and key longer than its body, a value in the
- *               reply to a set or a delete (that reply is skipped whole; the
- *               connection goes on)
- *   ETIMEDOUT   the deadline passed first (a late reply is dropped)
+ *               over MEMC_MAX_BODY (the connection is dead, and every waiter and
+ *               later call gets EPROTO). Or one reply that does not answer this
+ *               request: another opcode, extras and key longer than its body, a
+ *               value in the reply to a set or a delete (that reply is skipped whole,
+ *               buf is not written; the connection goes on)
+ *   ETIMEDOUT   the deadline passed first (a late reply is dropped). The request
+ *               may have been sent, even with a deadline already past: a set or a
+ *               delete may have been applied
  *   ECANCELED   memc_shutdown
  *   ENOMEM      (as above) also: no memory for a large request
  *
@@ -68,6 +77,12 @@
 #define MEMC_KEY_MAX 250
 #define MEMC_HDR 24
 #define MEMC_MAX_VALUE (1u << 20) /* memcached's default item size limit (-I 1m) */
+/* The longest reply body (header after the magic, extras, key, value) believed: a
+ * longer one means a stream out of step, and fails the connection (EPROTO). The
+ * default covers memcached's largest item size, -I 1024m. */
+#ifndef MEMC_MAX_BODY
+#define MEMC_MAX_BODY ((size_t)(MEMC_HDR - 1 + 8 + MEMC_KEY_MAX) + ((size_t)1 << 30))
+#endif
 #define MEMC_STACK_REQ 1024
 
 enum { MEMC_OP_GET = 0x00, MEMC_OP_SET = 0x01, MEMC_OP_DELETE = 0x04 };
@@ -176,6 +191,7 @@ struct memc__call {
     void *val;                       /* get: the caller's buffer */
     size_t cap;
     size_t vlen;                     /* the value's length in the reply */
+    unsigned op;                     /* the request's opcode */
     unsigned char flags[4];          /* get: the item's flags (the reply's extras) */
 };
 
@@ -215,12 +231,12 @@ static int memc__body(void *user, lf_bound_ctx *c, const unsigned char *bytes, s
     size_t elen, klen, total, vat;
     (void)user;
     memc__take(call->hdr, 0, sizeof call->hdr, bytes, n, off);
-    if (off + n <= sizeof call->hdr)
+    if (off + n < sizeof call->hdr)
         return 0; /* the header is not all here yet: nothing else is */
     elen = MEMC__H(call, 4);
     klen = memc_get16(&MEMC__H(call, 2));
     total = memc_get32(&MEMC__H(call, 8));
-    if (elen + klen > total)
+    if (elen + klen > total || MEMC__H(call, 1) != call->op)
         return EPROTO; /* the call fails with EBADMSG; memc__result says EPROTO */
     vat = sizeof call->hdr + elen + klen;
     call->vlen = total - elen - klen;
@@ -237,7 +253,8 @@ static int memc__body(void *user, lf_bound_ctx *c, const unsigned char *bytes, s
 
 /* ------------------------------------------------------------------ the calls */
 
-static _Thread_local unsigned memc__last_status;
+/* weak: one variable for the program, however many files include memc.h */
+__attribute__((weak)) _Thread_local unsigned memc__last_status;
 
 /* The memcached status of this thread's last reply (0 when none came). */
 static inline unsigned memc_last_status(void)
@@ -269,7 +286,7 @@ static inline int memc_open(memc *m, const char *host, int port)
     memset(&h, 0, sizeof h);
     h.frame_header = memc__frame;
     h.read_body = memc__body;
-    h.max_body = MEMC_HDR - 1 + 8 + MEMC_KEY_MAX + MEMC_MAX_VALUE;
+    h.max_body = MEMC_MAX_BODY;
     h.user = m;
     if ((rc = lf_bound_init(&m->b, m->fd, &h)) != 0) {
         close(m->fd);
@@ -299,7 +316,7 @@ static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
 {
     memc__last_status = 0;
     if (rc == EBADMSG) /* read_body refused: too long for the buffer, or nonsense */
-        return opcode == MEMC_OP_GET && call->vlen > call->cap &&
+        return opcode == MEMC_OP_GET && MEMC__H(call, 1) == opcode && call->vlen > call->cap &&
                        memc_get16(&MEMC__H(call, 6)) == 0
                    ? EMSGSIZE
                    : EPROTO; /* set, delete: a value where none belongs */
@@ -321,7 +338,10 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
     uint32_t id;
     int rc;
 
-    if (klen == 0 || klen > MEMC_KEY_MAX || vlen > MEMC_MAX_VALUE)
+    memc__last_status = 0;
+    call->op = opcode;
+    /* the value's limit is the server's (E2BIG), the protocol's 32 bits ours */
+    if (klen == 0 || klen > MEMC_KEY_MAX || vlen > UINT32_MAX - MEMC_HDR - elen - klen)
         return EINVAL;
     if (len > sizeof small && (req = (unsigned char *)malloc(len)) == NULL)
         return ENOMEM;
@@ -330,8 +350,7 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
     memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
     /* buf: never written (read_body places the bytes), but lf_bound wants one for a
      * cap above 0, and the cap must let any legal reply through to read_body */
-    if ((rc = lf_bound_ctx_init(&call->ctx, call, MEMC_HDR - 1 + 8 + MEMC_KEY_MAX + MEMC_MAX_VALUE,
-                                0)) == 0) {
+    if ((rc = lf_bound_ctx_init(&call->ctx, call, MEMC_MAX_BODY, 0)) == 0) {
         rc = lf_bound_call(&m->b, &call->ctx, id, req, len, deadline);
         lf_bound_ctx_destroy(&call->ctx);
         rc = memc__result(call, rc, opcode);

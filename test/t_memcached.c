@@ -294,6 +294,7 @@ static void killed(int port, pid_t pid)
 /* A fake memcached on loopback that answers each request as its key says: "ok" a
  * good value, the others a malformed reply of one kind. One connection at a time. */
 static int fake_fd;
+#define BIGVAL 1500000
 
 static int read_full(int fd, unsigned char *p, size_t n)
 {
@@ -348,6 +349,31 @@ static void *fake_server(void *arg)
                 fake_reply(fd, req, op, 10, 4, 5, MEMC_RESPONSE, "abcde", 5);
             } else if (strcmp(key, "opcode") == 0) { /* the answer to another request */
                 fake_reply(fd, req, MEMC_OP_DELETE, 0, 0, 0, MEMC_RESPONSE, NULL, 0);
+            } else if (strcmp(key, "opvalue") == 0) { /* the same, with a value */
+                static const unsigned char v[] = {0, 0, 0, 7, 'w', 'r', 'o', 'n', 'g'};
+                fake_reply(fd, req, MEMC_OP_SET, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
+            } else if (strcmp(key, "hdronly") == 0) { /* extras claimed, body empty */
+                fake_reply(fd, req, op, 0, 4, 0, MEMC_RESPONSE, NULL, 0);
+            } else if (strcmp(key, "status86") == 0) { /* an error status, with text */
+                unsigned char out[MEMC_HDR + 4];
+                memset(out, 0, sizeof out);
+                out[0] = MEMC_RESPONSE;
+                out[1] = (unsigned char)op;
+                memc_put16(out + 6, 0x86);
+                memc_put32(out + 8, 4);
+                memcpy(out + 12, req + 12, 4);
+                memcpy(out + MEMC_HDR, "busy", 4);
+                CHECK(write(fd, out, sizeof out) == (ssize_t)sizeof out);
+            } else if (strcmp(key, "bigval") == 0) { /* a value over 1 MiB (-I 2m) */
+                static unsigned char big[BIGVAL + 4];
+                size_t at = 0;
+                big[3] = 9; /* flags */
+                fake_reply(fd, req, op, 0, 4, sizeof big, MEMC_RESPONSE, NULL, 0);
+                while (at < sizeof big) {
+                    ssize_t w = write(fd, big + at, sizeof big - at);
+                    CHECK(w > 0);
+                    at += (size_t)w;
+                }
             } else if (strcmp(key, "wrap") == 0) { /* 23 + total wraps 32 bits to 0 */
                 fake_reply(fd, req, op, 0, 0, 0xffffffe9u, MEMC_RESPONSE, NULL, 0);
             } else if (strcmp(key, "huge") == 0) { /* over max_body */
@@ -370,6 +396,7 @@ static void malformed(void)
     socklen_t alen = sizeof a;
     struct lf_bound_stats s;
     unsigned char v[64];
+    char key[300];
     size_t len;
     uint32_t flags;
     pthread_t th;
@@ -395,8 +422,30 @@ static void malformed(void)
             CHECK_EQ(memc_get(&M, "short", v, sizeof v, &len, &flags, NULL), EPROTO);
             CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
             CHECK_EQ(memc_get(&M, "opcode", v, sizeof v, &len, &flags, NULL), EPROTO);
+            memset(v, 'c', sizeof v); /* a canary: a reply to another request leaves it */
+            CHECK_EQ(memc_get(&M, "opvalue", v, sizeof v, &len, &flags, NULL), EPROTO);
+            CHECK(v[0] == 'c' && v[4] == 'c');
+            CHECK_EQ(memc_get(&M, "opvalue", v, 2, &len, &flags, NULL), EPROTO);
+            CHECK_EQ(memc_get(&M, "hdronly", v, sizeof v, &len, &flags, NULL), EPROTO);
             CHECK_EQ(memc_get(&M, "ok", v, 2, &len, &flags, NULL), EMSGSIZE);
             CHECK_EQ(len, 5);
+            /* a value longer than memcached's default item limit: EMSGSIZE, its length */
+            CHECK_EQ(memc_get(&M, "bigval", v, sizeof v, &len, &flags, NULL), EMSGSIZE);
+            CHECK_EQ(len, BIGVAL);
+            {
+                unsigned char *b = (unsigned char *)malloc(BIGVAL);
+                CHECK(b != NULL);
+                CHECK_EQ(memc_get(&M, "bigval", b, BIGVAL, &len, &flags, NULL), 0);
+                CHECK(len == BIGVAL && flags == 9 && b[0] == 0 && b[BIGVAL - 1] == 0);
+                free(b);
+            }
+            /* the status of the last reply, and 0 after a call that sent nothing */
+            CHECK_EQ(memc_get(&M, "status86", v, sizeof v, &len, &flags, NULL), EIO);
+            CHECK_EQ(memc_last_status(), 0x86);
+            memset(key, 'k', 251);
+            key[251] = '\0';
+            CHECK_EQ(memc_get(&M, key, v, sizeof v, &len, &flags, NULL), EINVAL);
+            CHECK_EQ(memc_last_status(), 0);
             CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
             CHECK(len == 5 && memcmp(v, "hello", 5) == 0 && flags == 7);
         }
@@ -412,7 +461,8 @@ static void malformed(void)
     close(fake_fd);
     printf("t_memcached: malformed replies: set with a value, extras+key over the body, "
            "another opcode: EPROTO and the connection goes on; a 32-bit-wrapping body "
-           "length, one over max_body, a bad magic: EPROTO and the connection is dead\n");
+           "length, one over MEMC_MAX_BODY, a bad magic: EPROTO and the connection is "
+           "dead; a 1.5 MB value: EMSGSIZE, then read whole\n");
 }
 
 int main(int argc, char **argv)

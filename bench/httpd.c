@@ -15,7 +15,8 @@
  * its next requests wait in its own socket.
  *
  * Timeouts, with two timers per connection:
- *   idle      IDLE_MS (default 15,000) without any progress, read or written: close.
+ *   idle      IDLE_MS (default 15,000) without any progress (a whole request read, or
+ *             response bytes written; empty lines are not progress): close.
  *             Armed once; each expiry looks at the time of the last progress and
  *             re-arms for the rest, so a busy connection costs no timer operation
  *             per request.
@@ -114,6 +115,7 @@ static int answer(struct conn *c)
            (n = httpd_parse(c->in + used, c->in_len - used, &r)) > 0) {
         used += n;
         req_timer(c, 0, 0); /* the request is complete: not slow */
+        c->last = now_ns();  /* and progress: empty lines and pieces of one are not */
         c->out_len += httpd_respond(dirfd_root, &r, c->out + c->out_len, &c->file, &c->fleft);
         c->foff = 0;
         c->closing = !r.keep_alive;
@@ -229,7 +231,7 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
     }
     if (events & LF_EV_CLOSE)
         return drop(fd); /* hang-up or error: nobody to answer */
-    if (events & (LF_EV_READ | LF_EV_WRITE))
+    if (events & LF_EV_WRITE) /* the client reads: progress (a request is, in answer) */
         c->last = now;
     if (events & LF_EV_READ)
         c->drained = 0;

@@ -10,8 +10,9 @@
  *   httpd_respond  writes the response head (and an error's small body) and opens
  *                  the file whose bytes follow it (sent with httpd_sendfile).
  * What is refused, and with what:
- *   400  a malformed request line or header, a target that is not a path, a bad
- *        %-escape or an encoded NUL, a "." or ".." segment (no way out of the
+ *   400  a malformed request line or header, a target that is not a path (an
+ *        absolute-form target too, which RFC 9112 asks origin servers to accept), a
+ *        bad %-escape, an encoded NUL or slash, a "." or ".." segment (no way out of the
  *        directory by name; but symbolic links are followed, out of it too, as nginx
  *        does by default: put no link there that you would not serve),
  *        an HTTP/1.1 request without exactly one Host
@@ -21,7 +22,10 @@
  *        takes, or a file named with a trailing slash, is 404)
  *   431  a request head longer than HTTPD_REQ_MAX (the connection's buffer)
  *   505  an HTTP version other than 1.x
- *   404  no such regular file (a directory serves its index.html); 403 not readable
+ *   404  no such regular file (a directory serves its index.html, also when named
+ *        without its trailing slash: no redirect, so relative links in it resolve
+ *        against the parent); 403 not readable; 500 the file could not be opened for
+ *        a reason of ours (out of descriptors or memory, an I/O error), and close
  * Empty lines before a request are dropped (httpd_blank). An HTTP/1.0 request that
  * asks for keep-alive gets it, and its response says Connection: keep-alive.
  * Every error but 404 and 403 closes the connection after its response (a request
@@ -322,6 +326,7 @@ static inline const char *httpd__reason(int status)
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
     case 505: return "HTTP Version Not Supported";
     default: return "Internal Server Error";
     }
@@ -378,12 +383,19 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
                 st.st_mode = 0;
         }
         if (f < 0) /* ENOENT, ENOTDIR (a file named with a trailing slash), ENAMETOOLONG
-                    * (a segment over the file system's limit), ELOOP: no such file */
-            status = errno == EACCES ? 403 : 404;
+                    * (a segment over the file system's limit), ELOOP: no such file;
+                    * EMFILE, ENOMEM, EIO...: our trouble, not the client's */
+            status = errno == EACCES                                      ? 403
+                     : errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ||
+                               errno == ELOOP
+                         ? 404
+                         : 500;
         else if (!S_ISREG(st.st_mode))
             status = 404;
         if (status != 0 && f >= 0)
             close(f);
+        if (status == 500)
+            r->keep_alive = 0; /* out of descriptors, say: one fewer helps */
     }
     if (status != 0)
         return httpd_error(out, status, r->head, r->keep_alive);

@@ -2,8 +2,8 @@
 # The benchmark's HTTP server (bench/httpd.c), built plain and under ASan+UBSan, run
 # on a directory of test files with short timeouts and driven by test/httpd_client.c:
 # GET and HEAD byte for byte, pipelining, the errors, truncated requests, huge
-# headers, a slowloris, clients that stop reading, the idle timeout and a request
-# fuzzer; then SIGTERM: it must exit 0 (ASan: nothing leaked). The thread-per-
+# headers, a slowloris, clients that stop reading, the idle timeout, empty lines,
+# a request fuzzer, and (plain) a server out of descriptors; then SIGTERM: it must exit 0 (ASan: nothing leaked). The thread-per-
 # connection server (bench/httpd_tpc.c, the same file code) gets the checks that do
 # not need its timeouts, plain.
 #   httpd.sh CC OUTDIR        (env FUZZ_MS: the fuzzer's time per build, 3000)
@@ -67,6 +67,18 @@ for v in plain asan; do
         echo "httpd ($v) reported errors:"; cat "$out/httpd.$v.err"; status=1
     fi
 done
+
+# out of descriptors: 40 for the server, 80 clients; a file it cannot open is a 500
+if start httpd.emfile sh -c 'ulimit -n 40 && exec "$0" "$@"' "$out/httpd.plain" -t 2 \
+    -i $idle_ms -r $req_ms "$out/www"; then
+    timeout 60 "$out/httpd_client" "$port" "$out/www" $idle_ms $req_ms 0 emfile ||
+        { echo "the descriptor-limit check failed against httpd"; status=1; }
+    kill -TERM $pid
+    wait $pid 2>/dev/null
+    pid=
+else
+    status=1
+fi
 
 if $cc $strict -O2 -o "$out/httpd_tpc" bench/httpd_tpc.c -pthread; then
     if start httpd_tpc "$out/httpd_tpc" -i $idle_ms "$out/www"; then

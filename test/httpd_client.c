@@ -448,6 +448,61 @@ static void t_blank_lines(void)
     rd_close(r);
 }
 
+/* Empty lines are not progress: a client that sends only CRLFs, a pair every tenth
+ * of the idle timeout, is closed after the idle timeout all the same. */
+static void t_blank_idle(void)
+{
+    struct rd *r = rd_open();
+    long long t0 = now_ms();
+    int open = 1;
+    while (open && now_ms() - t0 < idle_ms * 3) {
+        struct pollfd p = {r->fd, POLLIN, 0};
+        if (send_all(r->fd, "\r\n", 2) != 0 || poll(&p, 1, (int)(idle_ms / 10)) == 1)
+            open = !closed(r, 1000);
+    }
+    if (open)
+        fail("blank idle: still open after %lld ms of empty lines (idle timeout %ld ms)",
+             now_ms() - t0, idle_ms);
+    else if (now_ms() - t0 < idle_ms * 8 / 10)
+        fail("blank idle: closed after %lld ms, before the idle timeout", now_ms() - t0);
+    rd_close(r);
+}
+
+/* Out of descriptors (the server runs under a low RLIMIT_NOFILE): a file that exists
+ * but cannot be opened is our trouble, 500 and close, never 404. */
+static void t_emfile(void)
+{
+    struct rd *rs[80];
+    struct resp s;
+    int n = 0, got500 = 0;
+    for (; n < 80; n++)
+        rs[n] = rd_open();
+    usleep(300000); /* the server accepts what it can */
+    for (int i = 0; i < n && !got500; i++) {
+        request(rs[i], "GET", "/small.txt");
+        struct pollfd p = {rs[i]->fd, POLLIN, 0};
+        if (poll(&p, 1, 300) != 1)
+            continue; /* not accepted: it waits in the backlog */
+        if (read_resp(rs[i], 0, &s) != 0)
+            continue;
+        if (s.status == 404)
+            fail("emfile: a file that exists answered 404");
+        else if (s.status == 500)
+            got500 = s.close ? 1 : (fail("emfile: 500 without Connection: close"), 1);
+        else if (s.status != 200)
+            fail("emfile: status %d", s.status);
+        free(s.body);
+    }
+    if (!got500)
+        fail("emfile: no request met the descriptor limit (no 500)");
+    for (int i = 0; i < n; i++)
+        rd_close(rs[i]);
+    usleep(300000);
+    struct rd *r = rd_open(); /* descriptors back: served again */
+    roundtrip(r, "emfile: after", "GET", "/small.txt");
+    rd_close(r);
+}
+
 /* Another client's round trips while something else goes on: each must be quick. */
 struct bystander {
     volatile int stop;
@@ -634,7 +689,7 @@ static void t_fuzz(void)
 int main(int argc, char **argv)
 {
     if (argc < 6) {
-        fprintf(stderr, "usage: httpd_client PORT DIR IDLE_MS REQUEST_MS FUZZ_MS [basic]\n");
+        fprintf(stderr, "usage: httpd_client PORT DIR IDLE_MS REQUEST_MS FUZZ_MS [basic|emfile]\n");
         return 2;
     }
     port = atoi(argv[1]);
@@ -648,6 +703,11 @@ int main(int argc, char **argv)
     index_html = slurp(argv[2], "index.html", &index_n);
     signal(SIGPIPE, SIG_IGN);
     srand(1);
+    if (argc > 6 && strcmp(argv[6], "emfile") == 0) { /* the server has few descriptors */
+        t_emfile();
+        printf("%s out of descriptors\n", failures ? "FAIL" : "ok  ");
+        return failures ? 1 : 0;
+    }
 
     struct { const char *name; void (*fn)(void); int timeouts; } tests[] = {
         {"GET and HEAD", t_basic, 0},
@@ -658,6 +718,7 @@ int main(int argc, char **argv)
         {"slowloris", t_slowloris, 1},
         {"idle timeout", t_idle, 1},
         {"blank lines between requests", t_blank_lines, 1},
+        {"empty lines are not progress", t_blank_idle, 1},
         {"fuzz", t_fuzz, 0},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

@@ -224,9 +224,11 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
             c->in_len = 0;
         }
         if (lf_timer_fired(&c->idle)) {
-            if (now - c->last >= idle_ns)
+            /* a request begun is the request timer's to judge (408), not idleness */
+            if (now - c->last >= idle_ns && !c->req_armed)
                 return drop(fd);
-            lf_reactor_timer_start(&reactor, &c->idle, h, idle_ns - (now - c->last), 0);
+            lf_reactor_timer_start(&reactor, &c->idle, h,
+                                   c->req_armed ? idle_ns : idle_ns - (now - c->last), 0);
         }
     }
     if (events & LF_EV_CLOSE)

@@ -385,10 +385,10 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
         if (f < 0) /* ENOENT, ENOTDIR (a file named with a trailing slash), ENAMETOOLONG
                     * (a segment over the file system's limit), ELOOP: no such file;
                     * EMFILE, ENOMEM, EIO...: our trouble, not the client's */
-            status = errno == EACCES                                      ? 403
+            status = errno == EACCES || errno == EPERM ? 403
                      : errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ||
-                               errno == ELOOP
-                         ? 404
+                               errno == ELOOP || errno == ENXIO || errno == ENODEV
+                         ? 404 /* ENXIO, ENODEV: a socket or a device, no regular file */
                          : 500;
         else if (!S_ISREG(st.st_mode))
             status = 404;

@@ -23,12 +23,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 static int port, failures;
 static long idle_ms, req_ms, fuzz_ms;
 static char *small, *big, *large, *index_html;
+static const char *wwwdir;
 static size_t small_n, big_n, large_n, index_n;
 
 static void fail(const char *fmt, ...)
@@ -345,6 +347,19 @@ static void t_errors(void)
     EXPECT("traversal escaped", "GET /%2e%2e/etc/passwd HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0);
     EXPECT("traversal slash", "GET /..%2fetc/passwd HTTP/1.1\r\nHost: a\r\n\r\n", 400, 0);
     EXPECT("404 keeps", "GET /nope HTTP/1.1\r\nHost: a\r\n\r\n", 404, 1);
+    { /* a socket in the directory: no regular file (open says ENXIO), 404 and keep */
+        struct sockaddr_un a;
+        int u = socket(AF_UNIX, SOCK_STREAM, 0);
+        memset(&a, 0, sizeof a);
+        a.sun_family = AF_UNIX;
+        snprintf(a.sun_path, sizeof a.sun_path, "%s/sock", wwwdir);
+        unlink(a.sun_path);
+        if (u < 0 || bind(u, (struct sockaddr *)&a, sizeof a) != 0)
+            fail("errors: cannot make the socket %s", a.sun_path);
+        EXPECT("a socket", "GET /sock HTTP/1.1\r\nHost: a\r\n\r\n", 404, 1);
+        unlink(a.sun_path);
+        close(u);
+    }
     EXPECT("bare LF", "GET /small.txt HTTP/1.1\nHost: a\n\n", 200, 1);
     EXPECT("HTTP/1.0 closes", "GET /small.txt HTTP/1.0\r\n\r\n", 200, 0);
     EXPECT("Connection: close", "GET /small.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", 200, 0);
@@ -445,6 +460,23 @@ static void t_blank_lines(void)
         fail("blank lines: the server answered or closed after them (a 408 for no request)");
     send_all(r->fd, crlf, sizeof crlf);
     roundtrip(r, "blank lines then a request", "GET", "/small.txt");
+    rd_close(r);
+}
+
+/* A request begun late in the idle window has the request timeout to finish: the
+ * idle timeout passes while it arrives, and it is answered all the same. */
+static void t_late_request(void)
+{
+    static const char part1[] = "GET /small.txt HTTP/1.1\r\n", part2[] = "Host: t\r\n\r\n";
+    struct rd *r = rd_open();
+    struct resp s;
+    usleep((useconds_t)(idle_ms * 750)); /* three quarters of the idle timeout */
+    send_all(r->fd, part1, sizeof part1 - 1);
+    usleep((useconds_t)(req_ms * 600)); /* past the idle timeout, in the request's */
+    send_all(r->fd, part2, sizeof part2 - 1);
+    if (read_resp(r, 0, &s) != 0 || s.status != 200)
+        fail("late request: a request begun before the idle timeout was not answered");
+    free(s.body);
     rd_close(r);
 }
 
@@ -697,6 +729,7 @@ int main(int argc, char **argv)
     req_ms = atol(argv[4]);
     fuzz_ms = atol(argv[5]);
     int basic = argc > 6 && strcmp(argv[6], "basic") == 0;
+    wwwdir = argv[2];
     small = slurp(argv[2], "small.txt", &small_n);
     big = slurp(argv[2], "big.bin", &big_n);
     large = slurp(argv[2], "large.bin", &large_n);
@@ -719,6 +752,7 @@ int main(int argc, char **argv)
         {"idle timeout", t_idle, 1},
         {"blank lines between requests", t_blank_lines, 1},
         {"empty lines are not progress", t_blank_idle, 1},
+        {"a request begun late in the idle window", t_late_request, 1},
         {"fuzz", t_fuzz, 0},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {

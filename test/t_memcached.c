@@ -330,7 +330,8 @@ static void *fake_server(void *arg)
 {
     int conns = (int)(intptr_t)arg;
     for (int c = 0; c < conns; c++) {
-        int fd = accept(fake_fd, NULL, NULL);
+        int fd = accept(fake_fd, NULL, NULL), one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one); /* byte writes stay apart */
         unsigned char req[MEMC_HDR + 600], *body = req + MEMC_HDR;
         CHECK(fd >= 0);
         while (read_full(fd, req, MEMC_HDR) == 0) {
@@ -343,6 +344,20 @@ static void *fake_server(void *arg)
             if (strcmp(key, "ok") == 0) { /* flags 7, value "hello" */
                 static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
                 fake_reply(fd, req, op, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
+            } else if (strcmp(key, "okslow") == 0) { /* "ok" a byte at a time */
+                static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
+                unsigned char out[MEMC_HDR + sizeof v];
+                memset(out, 0, MEMC_HDR);
+                out[0] = MEMC_RESPONSE;
+                out[1] = (unsigned char)op;
+                out[4] = 4;
+                memc_put32(out + 8, sizeof v);
+                memcpy(out + 12, req + 12, 4);
+                memcpy(out + MEMC_HDR, v, sizeof v);
+                for (size_t i = 0; i < sizeof out; i++) { /* each its own segment */
+                    CHECK(write(fd, out + i, 1) == 1);
+                    lft_sleep_ms(1);
+                }
             } else if (strcmp(key, "setval") == 0) { /* a value in a set's reply */
                 fake_reply(fd, req, op, 0, 0, 3, MEMC_RESPONSE, "xyz", 3);
             } else if (strcmp(key, "short") == 0) { /* extras + key > the body */
@@ -362,7 +377,8 @@ static void *fake_server(void *arg)
                 memc_put16(out + 6, 0x86);
                 memc_put32(out + 8, 4);
                 memcpy(out + 12, req + 12, 4);
-                memcpy(out + MEMC_HDR, "busy", 4);
+                static const unsigned char text[] = {'b', 'u', 's', 'y'}; /* no NUL */
+                memcpy(out + MEMC_HDR, text, sizeof text);
                 CHECK(write(fd, out, sizeof out) == (ssize_t)sizeof out);
             } else if (strcmp(key, "bigval") == 0) { /* a value over 1 MiB (-I 2m) */
                 static unsigned char big[BIGVAL + 4];
@@ -417,6 +433,8 @@ static void malformed(void)
         CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
         CHECK(len == 5 && memcmp(v, "hello", 5) == 0 && flags == 7);
         if (c == 0) { /* the survivable ones, each followed by a good call */
+            CHECK_EQ(memc_get(&M, "okslow", v, sizeof v, &len, &flags, NULL), 0);
+            CHECK(len == 5 && memcmp(v, "hello", 5) == 0 && flags == 7);
             CHECK_EQ(memc_set(&M, "setval", "v", 1, 0, 0, NULL), EPROTO);
             CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), 0);
             CHECK_EQ(memc_get(&M, "short", v, sizeof v, &len, &flags, NULL), EPROTO);

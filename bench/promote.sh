@@ -62,8 +62,11 @@ for v in $variants; do
     sync=${v#*:}
     # CONDVAR has no per-follower synchronizer; it is built with the default LF_SYNC.
     # shellcheck disable=SC2086 # $cc and $cflags are word lists on purpose
+    # Takeover and SCHED_BATCH off: this measures the hand-off itself, which a
+    # takeover exists to skip (the promoter takes the slot back before the woken
+    # follower runs, so nearly every turn would "barge").
     $cc $cflags -std=c11 -D_POSIX_C_SOURCE=200809L -pthread \
-        -DLF_PROMOTE="LF_PROMOTE_${v%%:*}" \
+        -DLF_TAKEOVER=0 -DLF_SCHED_BATCH=0 -DLF_PROMOTE="LF_PROMOTE_${v%%:*}" \
         ${sync:+-DLF_SYNC=LF_SYNC_$(echo "$sync" | tr '[:lower:]' '[:upper:]')} \
         -o "$(binary "$v")" "$here/promote.c"
 done

@@ -1155,9 +1155,10 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
  * follower back and lead instead (TAKEOVER in the doc block). 1 if f leads now. */
 static inline int lf__takeover(lf_pool *p, lf_follower *f)
 {
-    lf_follower *g = p->lf__leader;
+    lf_follower *g = p->lf__leader; /* not NULL: the caller found the slot taken */
 
-    if (g->lf__role != LF__LEADER || g->lf__notified)
+    LF_ASSERT(g->lf__role == LF__LEADER);
+    if (g->lf__notified)
         return 0;
 #if LF_PROMOTE == LF_PROMOTE_HEAP
     if (f->priority < g->priority)

@@ -16,7 +16,9 @@
  *
  * Timeouts, with two timers per connection:
  *   idle      IDLE_MS (default 15,000) without any progress (a whole request read, or
- *             response bytes written; empty lines are not progress): close.
+ *             response bytes written; empty lines are not progress): close. Not
+ *             while a request has begun: then the request timer alone decides (so
+ *             with REQUEST_MS above IDLE_MS, a begun request may take the longer).
  *             Armed once; each expiry looks at the time of the last progress and
  *             re-arms for the rest, so a busy connection costs no timer operation
  *             per request.
@@ -214,6 +216,7 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
         c->last = now;
     }
     if (events & LF_EV_TIMEOUT) {
+        int answering = 0; /* a 408 just queued: both timers may fire in one dispatch */
         if (lf_timer_fired(&c->req)) {
             c->req_armed = 0;
             if (c->lingering || c->out_len > 0 || c->file >= 0)
@@ -222,13 +225,16 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
             c->out_len = httpd_error(c->out, 408, 0, 0);
             c->closing = 1;
             c->in_len = 0;
+            answering = 1;
         }
         if (lf_timer_fired(&c->idle)) {
-            /* a request begun is the request timer's to judge (408), not idleness */
-            if (now - c->last >= idle_ns && !c->req_armed)
+            /* a request begun is the request timer's to judge (408), not idleness;
+             * a 408 being sent gets one more idle period to be read */
+            int busy = c->req_armed || answering;
+            if (now - c->last >= idle_ns && !busy)
                 return drop(fd);
             lf_reactor_timer_start(&reactor, &c->idle, h,
-                                   c->req_armed ? idle_ns : idle_ns - (now - c->last), 0);
+                                   busy ? idle_ns : idle_ns - (now - c->last), 0);
         }
     }
     if (events & LF_EV_CLOSE)

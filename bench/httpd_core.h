@@ -24,7 +24,8 @@
  *   505  an HTTP version other than 1.x
  *   404  no such regular file (a directory serves its index.html, also when named
  *        without its trailing slash: no redirect, so relative links in it resolve
- *        against the parent); 403 not readable; 500 the file could not be opened for
+ *        against the parent; a FIFO, socket or device is not opened at all); 403
+ *        not readable; 503 a lease held on it; 500 the file could not be opened for
  *        a reason of ours (out of descriptors or memory, an I/O error), and close
  * Empty lines before a request are dropped (httpd_blank). An HTTP/1.0 request that
  * asks for keep-alive gets it, and its response says Connection: keep-alive.
@@ -327,6 +328,7 @@ static inline const char *httpd__reason(int status)
     case 414: return "URI Too Long";
     case 431: return "Request Header Fields Too Large";
     case 500: return "Internal Server Error";
+    case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "Internal Server Error";
     }
@@ -356,6 +358,22 @@ static inline size_t httpd_error(char *out, int status, int head, int keep_alive
     return n > 0 ? (size_t)n : 0;
 }
 
+/* Open name under dirfd for reading if it is a regular file or a directory: else -1
+ * with errno ENXIO, and nothing opened. The type is looked at first because opening
+ * is itself an act on some files (a FIFO's writer is released, a device acts);
+ * a swap between the look and the open is caught by the caller's fstat. */
+static inline int httpd__open(int dirfd, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, 0) != 0)
+        return -1;
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+        errno = ENXIO;
+        return -1;
+    }
+    return openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* no FIFO block */
+}
+
 /* The answer to r: its head (and an error's body) into out[HTTPD_HEAD_MAX], its
  * length returned; *fd and *size the file to send after it (*fd -1: none, also for
  * HEAD). r->keep_alive is cleared when the response closes the connection. */
@@ -370,12 +388,11 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
     *size = 0;
     memset(&st, 0, sizeof st);
     if (status == 0) {
-        f = openat(dirfd, r->path[0] ? r->path : ".",
-                   O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY); /* a FIFO must not block */
+        f = httpd__open(dirfd, r->path[0] ? r->path : ".");
         if (f >= 0 && fstat(f, &st) != 0)
             st.st_mode = 0;
         if (f >= 0 && S_ISDIR(st.st_mode)) {
-            int g = openat(f, "index.html", O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+            int g = httpd__open(f, "index.html");
             name = "index.html";
             close(f);
             f = g;
@@ -383,13 +400,16 @@ static inline size_t httpd_respond(int dirfd, struct httpd_req *r, char *out, in
                 st.st_mode = 0;
         }
         if (f < 0) /* ENOENT, ENOTDIR (a file named with a trailing slash), ENAMETOOLONG
-                    * (a segment over the file system's limit), ELOOP: no such file;
-                    * EMFILE, ENOMEM, EIO...: our trouble, not the client's */
+                    * (a segment over the file system's limit), ELOOP, ENXIO (not a
+                    * regular file), ENODEV: no such file; EWOULDBLOCK: another
+                    * process holds a lease on it, try later; EMFILE, ENOMEM, EIO...:
+                    * our trouble, not the client's */
             status = errno == EACCES || errno == EPERM ? 403
                      : errno == ENOENT || errno == ENOTDIR || errno == ENAMETOOLONG ||
                                errno == ELOOP || errno == ENXIO || errno == ENODEV
-                         ? 404 /* ENXIO, ENODEV: a socket or a device, no regular file */
-                         : 500;
+                         ? 404
+                     : errno == EWOULDBLOCK ? 503
+                                            : 500;
         else if (!S_ISREG(st.st_mode))
             status = 404;
         if (status != 0 && f >= 0)

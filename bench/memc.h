@@ -232,7 +232,9 @@ static int memc__body(void *user, lf_bound_ctx *c, const unsigned char *bytes, s
     (void)user;
     memc__take(call->hdr, 0, sizeof call->hdr, bytes, n, off);
     if (off + n < sizeof call->hdr)
-        return 0; /* the header is not all here yet: nothing else is */
+        return 0; /* not the whole header yet: cannot happen today (memc__frame waits
+                   * for all 24 bytes, and lf_bound hands over what it holds), kept
+                   * so that the hook does not depend on it */
     elen = MEMC__H(call, 4);
     klen = memc_get16(&MEMC__H(call, 2));
     total = memc_get32(&MEMC__H(call, 8));

@@ -352,9 +352,10 @@ static void t_errors(void)
         int u = socket(AF_UNIX, SOCK_STREAM, 0);
         memset(&a, 0, sizeof a);
         a.sun_family = AF_UNIX;
-        snprintf(a.sun_path, sizeof a.sun_path, "%s/sock", wwwdir);
+        int n = snprintf(a.sun_path, sizeof a.sun_path, "%s/sock", wwwdir);
         unlink(a.sun_path);
-        if (u < 0 || bind(u, (struct sockaddr *)&a, sizeof a) != 0)
+        if (n < 0 || (size_t)n >= sizeof a.sun_path || u < 0 ||
+            bind(u, (struct sockaddr *)&a, sizeof a) != 0)
             fail("errors: cannot make the socket %s", a.sun_path);
         EXPECT("a socket", "GET /sock HTTP/1.1\r\nHost: a\r\n\r\n", 404, 1);
         unlink(a.sun_path);
@@ -403,6 +404,44 @@ static void t_errors(void)
     n += sprintf(q + n, "\r\n");
     expect_status("huge headers", q, (size_t)n, 431, 0);
     free(q);
+}
+
+/* A FIFO in the directory: 404, and never opened (opening one is an act: it would
+ * release a writer waiting in open). The writer here must still wait after the GET. */
+static volatile int fifo_opened;
+static char fifo_path[4096];
+
+static void *fifo_writer(void *arg)
+{
+    (void)arg;
+    int fd = open(fifo_path, O_WRONLY); /* blocks until somebody opens it to read */
+    fifo_opened = 1;
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+static void t_fifo(void)
+{
+    pthread_t th;
+    snprintf(fifo_path, sizeof fifo_path, "%s/fifo", wwwdir);
+    unlink(fifo_path);
+    if (mkfifo(fifo_path, 0644) != 0) {
+        fail("fifo: mkfifo %s: %s", fifo_path, strerror(errno));
+        return;
+    }
+    fifo_opened = 0;
+    pthread_create(&th, NULL, fifo_writer, NULL);
+    usleep(100000); /* the writer waits in open */
+    EXPECT("a FIFO", "GET /fifo HTTP/1.1\r\nHost: a\r\n\r\n", 404, 1);
+    usleep(100000);
+    if (fifo_opened)
+        fail("fifo: the server opened the FIFO (its writer was released)");
+    int r = open(fifo_path, O_RDONLY | O_NONBLOCK); /* release it ourselves */
+    pthread_join(th, NULL);
+    if (r >= 0)
+        close(r);
+    unlink(fifo_path);
 }
 
 /* A request cut short, then the client's close: no answer, the connection ends. */
@@ -747,6 +786,7 @@ int main(int argc, char **argv)
         {"pipelining", t_pipeline, 0},
         {"errors", t_errors, 0},
         {"truncated requests", t_truncated, 0},
+        {"a FIFO is not opened", t_fifo, 0},
         {"a client that stops reading", t_stop_reading, 0},
         {"slowloris", t_slowloris, 1},
         {"idle timeout", t_idle, 1},

@@ -344,7 +344,9 @@ static void *fake_server(void *arg)
             if (strcmp(key, "ok") == 0) { /* flags 7, value "hello" */
                 static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
                 fake_reply(fd, req, op, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
-            } else if (strcmp(key, "okslow") == 0) { /* "ok" a byte at a time */
+            } else if (strcmp(key, "okslow") == 0) {
+                /* "ok" a byte at a time: the flags and the value reach read_body split
+                 * (the header comes whole: the frame hook waits for all 24 bytes) */
                 static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
                 unsigned char out[MEMC_HDR + sizeof v];
                 memset(out, 0, MEMC_HDR);

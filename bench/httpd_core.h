@@ -327,7 +327,6 @@ static inline const char *httpd__reason(int status)
     case 413: return "Content Too Large";
     case 414: return "URI Too Long";
     case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
     case 503: return "Service Unavailable";
     case 505: return "HTTP Version Not Supported";
     default: return "Internal Server Error";

@@ -318,14 +318,13 @@ static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
 {
     memc__last_status = 0;
     if (rc == EBADMSG) /* read_body refused: too long for the buffer, or nonsense */
-        return opcode == MEMC_OP_GET && MEMC__H(call, 1) == opcode && call->vlen > call->cap &&
+        return opcode == MEMC_OP_GET && call->vlen > call->cap &&
                        memc_get16(&MEMC__H(call, 6)) == 0
                    ? EMSGSIZE
-                   : EPROTO; /* set, delete: a value where none belongs */
+                   : EPROTO; /* set, delete: a value where none belongs; another opcode
+                              * (memc__body refused it before setting vlen) */
     if (rc != 0)
-        return rc;
-    if (MEMC__H(call, 1) != opcode)
-        return EPROTO; /* not the answer to this request */
+        return rc; /* (a delivered reply answers this opcode: memc__body checked) */
     memc__last_status = memc_get16(&MEMC__H(call, 6));
     return memc_status_errno(memc__last_status);
 }

@@ -68,25 +68,29 @@ for v in plain asan; do
     fi
 done
 
-# out of descriptors: 40 for the server, 80 clients; a file it cannot open is a 500
-if start httpd.emfile sh -c 'ulimit -n 40 && exec "$0" "$@"' "$out/httpd.plain" -t 2 \
-    -i $idle_ms -r $req_ms "$out/www"; then
-    timeout 60 "$out/httpd_client" "$port" "$out/www" $idle_ms $req_ms 0 emfile ||
-        { echo "the descriptor-limit check failed against httpd"; status=1; }
+# drive WHAT SECONDS FUZZ_MS [MODE]: the client against the server just started, then
+# stop the server
+drive() {
+    what=$1 secs=$2
+    shift 2
+    timeout "$secs" "$out/httpd_client" "$port" "$out/www" $idle_ms $req_ms "$@" ||
+        { echo "the checks failed against $what"; status=1; }
     kill -TERM $pid
     wait $pid 2>/dev/null
     pid=
+}
+
+# out of descriptors: 40 for the server, 80 clients; a file it cannot open is a 500
+if start httpd.emfile sh -c 'ulimit -n 40 && exec "$0" "$@"' "$out/httpd.plain" -t 2 \
+    -i $idle_ms -r $req_ms "$out/www"; then
+    drive "httpd out of descriptors" 60 0 emfile
 else
     status=1
 fi
 
 if $cc $strict -O2 -o "$out/httpd_tpc" bench/httpd_tpc.c -pthread; then
     if start httpd_tpc "$out/httpd_tpc" -i $idle_ms "$out/www"; then
-        timeout 120 "$out/httpd_client" "$port" "$out/www" $idle_ms $req_ms 1000 basic ||
-            { echo "the checks failed against httpd_tpc"; status=1; }
-        kill -TERM $pid
-        wait $pid 2>/dev/null
-        pid=
+        drive httpd_tpc 120 1000 basic
     else
         status=1
     fi

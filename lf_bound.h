@@ -1151,8 +1151,9 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
     if ((b = a->b) == NULL)
         rc = LF_REMOVE; /* lf_bound_destroy is removing us */
     /* a bounded amount of work per dispatch: a connection that never stops sending
-     * must not pin a reactor thread (the handle is level-triggered and one-shot, so
-     * what is left brings the next dispatch at once, after everybody else's turn) */
+     * must not pin a reactor thread (LF_KEEP re-arms the handle one-shot, so what is
+     * left brings the next dispatch at once, after everybody else's turn; LF_DRAINED,
+     * on EAGAIN, leaves it armed edge-triggered, with no system call) */
     for (int reads = 0; b != NULL; reads++) {
         if (lf__bound_consume(b, (lf_bound_ctx *)lf__bound_self, 0) != 0) {
             rc = LF_REMOVE; /* failed: every waiter has its error */
@@ -1164,7 +1165,7 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
         case 1:
             continue;
         case 0:
-            rc = LF_KEEP; /* drained: wait for more */
+            rc = LF_DRAINED; /* EAGAIN: wait for more, with no re-arm on epoll */
             break;
         default:
             rc = LF_REMOVE;

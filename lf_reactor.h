@@ -15,8 +15,11 @@
  * QUICK START
  *   #include "lf_reactor.h"
  *   struct conn { lf_handler h; ... };               (embed the handler)
- *   static int on_event(lf_handler *h, int fd, uint32_t ev)
- *       { ... read(fd) ...; return LF_KEEP; }       (or LF_REMOVE, LF_RESUMED)
+ *   static int on_event(lf_handler *h, int fd, uint32_t ev)    (fd is non-blocking)
+ *   {   ssize_t n = read(fd, buf, sizeof buf);
+ *       if (n == 0 || (n < 0 && errno != EAGAIN)) return LF_REMOVE;
+ *       ... use the n > 0 bytes ...
+ *       return n < (ssize_t)sizeof buf ? LF_DRAINED : LF_KEEP;  }  (or LF_RESUMED)
  *   static void on_close(lf_handler *h) { free(container of h); }
  *
  *   lf_reactor r;  lf_reactor_init(&r);
@@ -32,6 +35,8 @@
  *   LF_REACTOR_BACKEND   LF_REACTOR_EPOLL (default on Linux but with LF_PORTABLE), LF_REACTOR_POLL,
  *                        LF_REACTOR_SELECT. Anything else is a compile error.
  *       epoll   deactivation is EPOLLONESHOT, reactivation EPOLL_CTL_MOD: no kick.
+ *               After LF_DRAINED the handle stays armed edge-triggered instead: no
+ *               system call at all.
  *       poll    the leader polls the armed handles; a handle reported ready is
  *               disarmed, reactivation re-arms it and wakes a blocked leader.
  *       select  as poll; fds must be < FD_SETSIZE (EINVAL otherwise).
@@ -52,13 +57,33 @@
  *         still buffered if you want it, and remove the handler (a hang-up keeps
  *         reporting until you do). A peer's half-close (shutdown of its writing side)
  *         is not LF_EV_CLOSE on any backend: it is LF_EV_READ, and read returns 0
- *         after the data. Returns LF_KEEP (reactivate the handle), LF_REMOVE
- *         (remove the handler), or LF_RESUMED (the handler already called
+ *         after the data. Returns LF_KEEP (reactivate the handle), LF_DRAINED (the
+ *         same, and the handle is empty: see below), LF_REMOVE (remove the
+ *         handler), or LF_RESUMED (the handler already called
  *         lf_reactor_reactivate, e.g. after reading one whole message, so another
  *         thread could take its next event while this one processes the message).
  *         After that call other threads may run h's handle_event too, and its state
  *         (buffers) is theirs; h itself stays valid and its fd open until this call
  *         returns (its handle_close waits for every thread inside handle_event).
+ *         LF_DRAINED says that this dispatch left nothing to read: the last read
+ *         returned EAGAIN, or, on a plain byte stream, fewer bytes than it asked for
+ *         (a TCP socket that gets no urgent data, a UNIX stream socket that gets no
+ *         descriptors, credentials or out-of-band data, a pipe not opened O_DIRECT;
+ *         each exception can end a read early with more behind it, as one read
+ *         takes one datagram, so there only EAGAIN tells). epoll then keeps the handle
+ *         armed edge-triggered instead of re-arming it with one epoll_ctl per event
+ *         (about 1 us of system call; stats.rearmed counts them): whatever arrives
+ *         later makes a new report, and a peer's end of file that came with the
+ *         last data, which a short read stops before, is seen by the reactor,
+ *         which reports it. Only when it is true: data left behind is not reported
+ *         until more arrives. With LF_EV_WRITE in the interest it counts as
+ *         LF_KEEP, and poll and select always take it so (they look at the handle
+ *         again anyway). LF_KEEP or LF_RESUMED after it turns the handle back to
+ *         one-shot. An end of file is not "empty": a handler that read 0 and keeps
+ *         LF_EV_READ is reported again, as after LF_KEEP (drop READ, or remove).
+ *         While it is edge-triggered, each arrival during a dispatch wakes a
+ *         waiting thread to leave its event to the handler (one-shot: none until
+ *         the re-arm), so a handler that expects more soon says LF_KEEP.
  *     void handle_close(lf_handler *h)         (may be NULL)
  *         Runs exactly once after lf_reactor_remove (or LF_REMOVE, or destroy), when no
  *         thread is inside handle_event any more, on a thread that runs the reactor
@@ -101,8 +126,10 @@
  *   int lf_reactor_init_flags(lf_reactor *r, unsigned flags)
  *       LF_REACTOR_CONCURRENT (epoll only, else ENOTSUP): the pattern's relaxed
  *       serialization. No leader slot: every running thread waits in epoll_wait on
- *       the set at once, one event each; EPOLLONESHOT still gives a ready handle to
- *       one thread, and all the guarantees above hold. Wins when handlers are short
+ *       the set at once, one event each; a ready handle still runs on one thread
+ *       at a time (EPOLLONESHOT reports it once; an edge-triggered one may be
+ *       reported to two, and the second leaves its event to the first), and all
+ *       the guarantees above hold. Wins when handlers are short
  *       and cores many (one leader would be the bottleneck); costs more wake-ups and
  *       kernel lock traffic when they are few. See RELAXED SERIALIZATION below.
  *   int lf_reactor_destroy(lf_reactor *r)
@@ -113,7 +140,8 @@
  *   int lf_reactor_register(r, h, fd, events)
  *       events: LF_EV_READ and/or LF_EV_WRITE (timers, notifications and signals
  *       need no interest bits), optionally | LF_EV_EDGE and | LF_EV_KEEPFD.
- *       LF_EV_EDGE: a promise that handle_event empties the handle on every dispatch:
+ *       LF_EV_EDGE: a promise that handle_event empties the handle on every dispatch
+ *       (LF_DRAINED, returned by the dispatches that did, is the safer way to it):
  *       reads until EAGAIN or 0 (end of file). A read that returns less than asked
  *       is not enough: when the peer's end of file comes with its last data, that
  *       data and the end of file make one edge, and the end of file is seen only
@@ -156,6 +184,10 @@
  *       Suspend / resume dispatching of h (events arriving meanwhile are kept and
  *       delivered on reactivation). Called by h's own handle_event, reactivate ends
  *       the current dispatch's exclusive hold early: return LF_RESUMED afterwards.
+ *       An edge-triggered handle (LF_EV_EDGE, or after LF_DRAINED) that is
+ *       deactivated still wakes a waiting thread once per arrival, to keep the
+ *       event; a handler that deactivates itself and returns LF_KEEP leaves it
+ *       one-shot, which reports once and then waits for the reactivation.
  *   int lf_reactor_register_signal(r, h, const sigset_t *set)
  *       Signals in set arrive as LF_EV_SIGNAL for h, through a signalfd the reactor
  *       owns (h->fd; read struct signalfd_siginfo from it). Block the signals in every
@@ -221,7 +253,8 @@
  *   int lf_reactor_stats(r, struct lf_reactor_stats *out)
  *       Counters (dispatched, stale events dropped, events deferred to a busy
  *       handler, timer expiries, notifications, leader wake-ups, registrations,
- *       removals, handle_close calls), the threads waiting for events now, and the
+ *       removals, handle_close calls, epoll's re-arming system calls and the ones
+ *       that failed), the threads waiting for events now, and the
  *       pool's roles. With LF_REACTOR_CONCURRENT the pool is idle.
  *   const char *lf_reactor_backend_name(void)     "epoll", "poll" or "select"
  *   void lf_reactor_atfork_prepare(void), _parent(void), _child(void)    see FORK.
@@ -487,7 +520,7 @@ void LF__RCU(call_rcu_after_fork_child)(void);
 #define LF_EV_EDGE 0x40u
 #define LF_EV_KEEPFD 0x80u
 
-enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2 };
+enum { LF_KEEP = 0, LF_REMOVE = 1, LF_RESUMED = 2, LF_DRAINED = 3 };
 
 /* lf_reactor_init_flags: several threads wait in epoll_wait at once (epoll only) */
 #define LF_REACTOR_CONCURRENT 1u
@@ -550,6 +583,9 @@ struct lf_reactor_stats {
     unsigned long long registered, removed;
     unsigned long long closed;     /* handle_close calls (with or without a hook) */
     unsigned long long rearm_failed; /* epoll: re-arms that failed (see LF_EV_CLOSE) */
+    unsigned long long rearmed;    /* epoll: epoll_ctl calls that re-arm a handle or change
+                                    * its watch (LF_KEEP after a report: one; LF_DRAINED
+                                    * on an edge-triggered handle: none) */
     unsigned waiting;              /* threads blocked (or about to block) in the wait, now */
     struct lf_pool_stats pool;
 };
@@ -635,7 +671,7 @@ struct LF__RCFG(lf_reactor) {
     /* counters (relaxed atomics: statistics only) */
     LF__ALIGN8 LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
         lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed,
-        lf__n_closed, lf__n_rearm_failed;
+        lf__n_closed, lf__n_rearm_failed, lf__n_rearmed;
 };
 
 /* Several handle sets, each with its own leader, sharing one pool of threads. The
@@ -662,6 +698,8 @@ struct LF__CFG(lf_reactor_group) {
 #define LF__FIRED 0x1000u    /* epoll: the kernel reported it (one-shot: now disarmed) */
 #define LF__GRACE 0x2000u    /* removed, and a grace period has passed since */
 #define LF__DIRTY 0x4000u    /* epoll: interest changed by its own handler: re-arm with it */
+#define LF__ET LF_EV_EDGE    /* epoll: armed edge-triggered now (after LF_DRAINED), not one-shot */
+#define LF__EOF 0x8000u      /* epoll: a report saw an end of file, a hang-up or an error */
 #define LF__PENDING LF_EV_ALL
 /* and in the high half, how many threads are inside handle_event now: the owner, and
  * those that returned LF_RESUMED after lf_reactor_reactivate and are still running */
@@ -1208,8 +1246,12 @@ static inline void lf__timers_due(lf_reactor *r)
  * edge that comes while its handler is busy (or deactivated) only adds pending bits
  * (see >>ownership), which lf__release turns into the next dispatch, so the handler
  * still runs on one thread at a time, and the re-arm system call per event is saved.
+ * A one-shot handle whose handler returns LF_DRAINED is switched to the same mode
+ * (LF__ET) by the re-arm its report needed anyway, and stays so while its handler
+ * keeps saying it; LF_KEEP switches it back (lf__be_rearm).
  * The leader harvests up to LF_REACTOR_BATCH events per epoll_wait and hands them out
- * one per turn; each is already disarmed, so holding them is safe. epoll's ready list
+ * one per turn; holding them is safe: a one-shot handle is disarmed by its report, and
+ * an edge-triggered one reported again is claimed by whoever owns it. epoll's ready list
  * is served in arrival order, so no fd is favoured. */
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
 
@@ -1220,13 +1262,14 @@ static inline const char *lf_reactor_backend_name(void)
     return "epoll";
 }
 
-/* LF_EV_EDGE: edge-triggered and armed for good (the handler drains the handle, and
- * LF__BUSY alone keeps a second thread out); otherwise one-shot, re-armed per event. */
+/* LF_EV_EDGE (registered so, or LF__ET: the handler said LF_DRAINED): edge-triggered
+ * and armed for good (the handler has emptied the handle, and LF__BUSY alone keeps a
+ * second thread out); otherwise one-shot, re-armed per event. */
 static inline uint32_t lf__to_os(uint32_t mask)
 {
-    /* no EPOLLRDHUP: a peer's half-close is readable (EOF after the data), as poll and
-     * select report it, not LF_EV_CLOSE with data still to read */
-    return ((mask & LF_EV_READ) ? (uint32_t)EPOLLIN : 0u) |
+    /* EPOLLRDHUP only marks a report (LF__EOF, see lf__be_rearm): a peer's half-close
+     * is still LF_EV_READ (end of file after the data), as poll and select report it */
+    return ((mask & LF_EV_READ) ? (uint32_t)(EPOLLIN | EPOLLRDHUP) : 0u) |
            ((mask & LF_EV_WRITE) ? (uint32_t)EPOLLOUT : 0u) |
            ((mask & LF_EV_EDGE) ? (uint32_t)EPOLLET : (uint32_t)EPOLLONESHOT);
 }
@@ -1255,11 +1298,18 @@ static inline void lf__be_close(lf_reactor *r)
     close(r->lf__epfd);
 }
 
-/* Watch h->fd for its interest now; *used says which (see lf__be_mod). */
+/* How h is to be watched now: its interest, and LF__ET (edge-triggered after
+ * LF_DRAINED) or not (one-shot). */
+static inline uint32_t lf__be_kind(lf_handler *h)
+{
+    return lf__load(&h->lf__want, seq_cst) | (lf__load(&h->lf__state, seq_cst) & LF__ET);
+}
+
+/* Watch h->fd as lf__be_kind says; *used says how (see lf__be_mod). */
 static inline int lf__be_ctl(lf_reactor *r, lf_handler *h, int op, uint32_t *used)
 {
     struct epoll_event e;
-    *used = lf__load(&h->lf__want, seq_cst);
+    *used = lf__be_kind(h);
     memset(&e, 0, sizeof e);
     e.events = lf__to_os(*used | (h->lf__mask & LF_EV_EDGE));
     e.data.u64 = ((uint64_t)h->lf__gen << 32) | (uint32_t)h->fd;
@@ -1273,16 +1323,17 @@ static inline int lf__be_add(lf_reactor *r, lf_handler *h)
 }
 
 /* Re-arm h with its interest. The owner (lf__be_rearm) and lf_reactor_modify from
- * another thread may both do it at once, each with the interest it read: whoever
- * finds the interest changed after its own system call does it again, so the last
- * call the kernel sees carries the last interest stored. */
+ * another thread may both do it at once, each with the interest (and the LF__ET mode)
+ * it read: whoever finds them changed after its own system call does it again, so
+ * the last call the kernel sees carries the last ones stored. */
 static inline int lf__be_mod(lf_reactor *r, lf_handler *h)
 {
     uint32_t used;
     int rc;
-    while ((rc = lf__be_ctl(r, h, EPOLL_CTL_MOD, &used)) == 0 &&
-           lf__load(&h->lf__want, seq_cst) != used) {
-    }
+    do {
+        rc = lf__be_ctl(r, h, EPOLL_CTL_MOD, &used);
+        lf__fetch_add(&r->lf__n_rearmed, 1ULL, relaxed);
+    } while (rc == 0 && lf__be_kind(h) != used);
     return rc;
 }
 
@@ -1291,32 +1342,71 @@ static inline void lf__be_del(lf_reactor *r, lf_handler *h)
     epoll_ctl(r->lf__epfd, EPOLL_CTL_DEL, h->fd, NULL);
 }
 
-static inline void lf__be_rearm(lf_reactor *r, lf_handler *h)
+/* The owner of h is done with a dispatch; drained: its handler returned LF_DRAINED. */
+static inline void lf__be_rearm(lf_reactor *r, lf_handler *h, int drained)
 {
+    uint32_t st;
+    int rc;
     if (h->lf__mask & LF_EV_EDGE) {
         /* never disarmed: an edge while busy left its bits for lf__release. Only an
          * interest changed by the handler itself (LF__DIRTY) needs the system call. */
         if (!(lf__load(&h->lf__state, relaxed) & LF__DIRTY) ||
             !(lf__fetch_and(&h->lf__state, ~LF__DIRTY, seq_cst) & LF__DIRTY))
             return;
-    } else if (!(lf__fetch_and(&h->lf__state, ~(LF__FIRED | LF__DIRTY), seq_cst) &
-                 (LF__FIRED | LF__DIRTY))) {
-        return;
+    } else {
+        /* Only a report disarms a one-shot handle, and every report sets LF__FIRED on
+         * its way in (the claim, also when it only leaves its bits to a busy owner).
+         * None since the last re-arm (a dispatch of a timer or a notification alone):
+         * the handle is still armed, and the system call is saved. A report whose
+         * event is still on its way (harvested, not claimed yet) sets the bit later
+         * and re-arms through its own dispatch. LF__DIRTY: the handler changed its
+         * interest, which takes the system call whether it fired or not.
+         *
+         * LF_DRAINED: the handler found the handle empty, so it can stay armed
+         * edge-triggered (LF__ET): whatever arrives from now on makes a new edge, and
+         * nothing is left that would need one. Switching to it is the re-arm the
+         * report needed anyway; once there, LF_DRAINED costs no system call.
+         * Not drained are: a report marked LF__EOF (an end of file, a hang-up or an
+         * error: the data and the end of file may have come as one edge, and a read
+         * that stopped short at the end of the data did not see the end of file,
+         * which makes no new edge), and a handle that asks for LF_EV_WRITE
+         * (LF_DRAINED speaks of reading; a socket with room makes no new edge).
+         * On an edge-triggered handle any other answer (LF_KEEP, LF_RESUMED) re-arms
+         * one-shot, whether this dispatch carried a report or not: an edge is spent
+         * when it is harvested, so what a dispatch leaves behind gets no new one.
+         * Such a dispatch may run a report that came while the handler was busy
+         * (its bits queued it, and the LF_DRAINED before it took its LF__FIRED), or
+         * a notification that read part of the data. */
+        st = lf__load(&h->lf__state, relaxed);
+        if (drained && !(lf__load(&h->lf__want, relaxed) & LF_EV_WRITE)) {
+            /* the marks are taken with their test in one step, so a mark that a
+             * report deferred to us sets meanwhile is either seen here or kept */
+            st = lf__fetch_and(&h->lf__state, ~(LF__FIRED | LF__DIRTY | LF__EOF), seq_cst);
+            if (st & LF__ET) {
+                if (!(st & (LF__EOF | LF__DIRTY)))
+                    return; /* stays armed edge-triggered: nothing left behind */
+                if (st & LF__EOF) /* one-shot: its re-arm reports the end of file */
+                    lf__fetch_and(&h->lf__state, ~LF__ET, seq_cst);
+            } else {
+                if (!(st & (LF__FIRED | LF__DIRTY)))
+                    return; /* no report since the last re-arm: armed one-shot still */
+                if (!(st & LF__EOF)) /* (set before the call: lf__be_kind reads it) */
+                    lf__fetch_or(&h->lf__state, LF__ET, seq_cst);
+            }
+        } else if (st & LF__ET) {
+            lf__fetch_and(&h->lf__state, ~(LF__ET | LF__FIRED | LF__DIRTY | LF__EOF), seq_cst);
+        } else if (!(lf__fetch_and(&h->lf__state, ~(LF__FIRED | LF__DIRTY | LF__EOF), seq_cst) &
+                     (LF__FIRED | LF__DIRTY))) {
+            return;
+        }
     }
-    /* Only a report disarms a one-shot handle, and every report sets LF__FIRED on its
-     * way in (the claim, also when it only leaves its bits to a busy owner). None
-     * since the last re-arm (a dispatch of a timer or a notification alone): the
-     * handle is still armed, and the system call is saved. A report whose event is
-     * still on its way (harvested, not claimed yet) sets the bit later and re-arms
-     * through its own dispatch. (Tested above, with LF__DIRTY: the handler changed
-     * its interest, which takes the system call whether it fired or not.) */
     /* The owner re-arms; lf__remove cannot free the fd for another registration
      * while an owner other than its caller exists (see lf__remove), so this never
      * modifies someone else's registration. ENOENT: removed meanwhile, harmless.
      * Anything else (ENOMEM; EBADF, the fd was closed under us) leaves the handle
      * disarmed for good: never silently. The handler hears LF_EV_CLOSE (lf__release
      * finds the bit and queues the dispatch) and the failure is counted. */
-    int rc = lf__be_mod(r, h);
+    rc = lf__be_mod(r, h);
     if (rc != 0 && rc != ENOENT) {
         lf__fetch_or(&h->lf__state, LF_EV_CLOSE, seq_cst);
         lf__fetch_add(&r->lf__n_rearm_failed, 1ULL, relaxed);
@@ -1350,6 +1440,10 @@ static inline int lf__be_pop(lf_reactor *r, lf__harvest *hv, lf_event *ev)
                      ((e->events & (EPOLLERR | EPOLLHUP)) ? LF_EV_CLOSE : 0u);
         if (ev->events == 0)
             ev->events = LF_EV_CLOSE;
+        /* not an event: a mark for lf__be_rearm (an end of file or a hang-up is never
+         * "drained": it stays readable, and is reported again after LF_DRAINED too) */
+        if (e->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+            ev->events |= LF__EOF;
         return 1;
     }
     return 0;
@@ -1390,8 +1484,9 @@ static inline void lf__be_del(lf_reactor *r, lf_handler *h)
     lf__kick_if_sleeping(r);
 }
 
-static inline void lf__be_rearm(lf_reactor *r, lf_handler *h)
+static inline void lf__be_rearm(lf_reactor *r, lf_handler *h, int drained)
 {
+    (void)drained; /* level-triggered: the handle is looked at again in any case */
     /* seq_cst RMW then seq_cst load of lf__sleeping: pairs with the leader, which
      * counts itself sleeping before it collects the armed handles */
     lf__fetch_or(&h->lf__state, LF__ARMED, seq_cst);
@@ -1713,14 +1808,14 @@ static inline void lf__queue_dispatch(lf_reactor *r, lf_handler *h)
  * hand the next dispatch to the queue (more events came meanwhile: one event per
  * turn) or clear LF__BUSY. The re-arm comes first, so an event that fires in between
  * finds us still busy and leaves its bits for the check below. */
-static inline void lf__release(lf_reactor *r, lf_handler *h)
+static inline void lf__release_as(lf_reactor *r, lf_handler *h, int drained)
 {
     uint32_t old = lf__load(&h->lf__state, seq_cst);
     if (old & LF__REMOVED) {
         lf__letgo(r, h);
         return;
     }
-    lf__be_rearm(r, h);
+    lf__be_rearm(r, h, drained);
     old = lf__load(&h->lf__state, relaxed);
     for (;;) {
         if (old & LF__REMOVED) {
@@ -1734,6 +1829,11 @@ static inline void lf__release(lf_reactor *r, lf_handler *h)
         if (lf__cas(&h->lf__state, &old, old & ~LF__BUSY))
             return;
     }
+}
+
+static inline void lf__release(lf_reactor *r, lf_handler *h)
+{
+    lf__release_as(r, h, 0);
 }
 
 /* ---- dispatch: the owner runs h once with everything pending. */
@@ -1775,7 +1875,8 @@ static inline void lf__run(lf_reactor *r, lf_handler *h)
         lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, relaxed); /* LF__BUSY still holds it */
         if (rc == LF_REMOVE)
             (void)lf__remove(r, h); /* ENOENT: it removed itself already */
-        lf__release(r, h);          /* LF_KEEP, or LF_RESUMED without a resume */
+        /* LF_KEEP, LF_DRAINED, or LF_RESUMED without a resume */
+        lf__release_as(r, h, rc == LF_DRAINED);
     } else if (LF__CLOSABLE(lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, acq_rel) - LF__INSIDE_ONE)) {
         /* it reactivated itself (LF_RESUMED) and was removed meanwhile: we were the
          * last thing holding it */
@@ -2561,6 +2662,7 @@ static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
     out->removed = lf__load(&r->lf__n_removed, relaxed);
     out->closed = lf__load(&r->lf__n_closed, relaxed);
     out->rearm_failed = lf__load(&r->lf__n_rearm_failed, relaxed);
+    out->rearmed = lf__load(&r->lf__n_rearmed, relaxed);
     out->waiting = (unsigned)lf__load(&r->lf__sleeping, relaxed);
     return lf_pool_stats(&r->pool, &out->pool);
 }

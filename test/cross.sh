@@ -27,12 +27,21 @@ mkdir -p "$out"
 need() { # need COMMAND-OR-FILE PACKAGE
     if [ -e "$1" ] || command -v "$1" >/dev/null 2>&1; then return 0; fi
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        case $2 in *:arm64) dpkg --add-architecture arm64 ;; *:armhf) dpkg --add-architecture armhf ;; esac
+        # a foreign architecture added now has no package lists yet: update again
+        case $2 in *:*)
+            arch=${2##*:}
+            if ! dpkg --print-foreign-architectures | grep -qx "$arch"; then
+                dpkg --add-architecture "$arch"
+                rm -f "$out/.apt-updated"
+            fi ;;
+        esac
         if [ ! -e "$out/.apt-updated" ]; then
             apt-get update -qq >/dev/null 2>&1 || true # a mirror mid-sync: use what came
             touch "$out/.apt-updated"
         fi
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1 ||
+            { apt-get update -qq >/dev/null 2>&1 || true
+              DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null 2>&1; }
     fi
     [ -e "$1" ] || command -v "$1" >/dev/null 2>&1 || { echo "cross: cannot install $2"; exit 1; }
 }

@@ -7,14 +7,18 @@
  * again. The promotion policy and the backend are the header's macros, chosen when
  * this file is compiled (LF_PROMOTE, LF_REACTOR_BACKEND). FLAGS, added together:
  *   1  open the reactor with LF_REACTOR_CONCURRENT (every thread waits in epoll_wait)
- *   2  register connections one-shot (without LF_EV_EDGE)
+ *   2  register connections as the quick start does (without LF_EV_EDGE): the
+ *      handler reads once, and returns LF_DRAINED when the read came up short (the
+ *      socket is empty: epoll keeps the handle armed edge-triggered, no re-arm) or
+ *      LF_KEEP when it filled the buffer (the re-arm reports the rest)
+ *   4  with 2: always LF_KEEP (one-shot, one epoll_ctl per request)
  *
  * By default connections are registered with LF_EV_EDGE: the handler empties the
  * socket on every dispatch (reads until EAGAIN or end of file), so epoll keeps it
  * armed and no epoll_ctl is spent per request. That costs a read per dispatch that
- * finds nothing: a short read is not enough, since a client's close that comes with
- * its last request makes no second edge. One-shot (-f 2), the handler reads once
- * and leaves the rest to the next event, which the re-arm reports.
+ * finds nothing: with LF_EV_EDGE a short read is not enough, since a client's close
+ * that comes with its last request makes no second edge (LF_DRAINED is told of that
+ * close by the report, and re-arms).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* accept4 */
@@ -32,6 +36,7 @@ struct conn {
 
 static lf_reactor reactor;
 static uint32_t conn_events = LF_EV_READ | LF_EV_EDGE;
+static int keep_only; /* -f 4 */
 
 static int on_conn(lf_handler *h, int fd, uint32_t events)
 {
@@ -45,7 +50,10 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            return errno == EAGAIN ? LF_KEEP : LF_REMOVE;
+            if (errno != EAGAIN)
+                return LF_REMOVE;
+            /* empty: an edge handle is done; a one-shot one can say so */
+            return (conn_events & LF_EV_EDGE) || keep_only ? LF_KEEP : LF_DRAINED;
         }
         size_t end = c->have + (size_t)n, whole = end - end % WIRE_SIZE;
         for (size_t off = 0; off < whole; off += WIRE_SIZE)
@@ -55,9 +63,10 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
         c->have = (unsigned)(end - whole);
         if (c->have)
             memmove(c->buf, c->buf + whole, c->have);
-        /* one-shot: the re-arm reports any rest; edge: read on to EAGAIN or 0 */
+        /* without LF_EV_EDGE: a short read found the socket empty; a full one leaves
+         * the rest to the re-arm. With it: read on to EAGAIN or 0 */
         if (!(conn_events & LF_EV_EDGE))
-            return LF_KEEP;
+            return keep_only || (size_t)n == room ? LF_KEEP : LF_DRAINED;
     }
 }
 
@@ -96,17 +105,21 @@ static int on_accept(lf_handler *h, int fd, uint32_t events)
     }
 }
 
-/* SRV_STATS=1: the pool's counters on stderr once a second (leads, promotions,
- * takeovers), to see how leadership moves under a load */
+/* SRV_STATS=1: counters on stderr once a second, to see how leadership moves under a
+ * load (leads, promotions, takeovers) and what dispatches cost (re-arms, reports left
+ * to a busy handler) */
 static void *stats(void *arg)
 {
     (void)arg;
     for (;;) {
-        struct lf_pool_stats s;
+        struct lf_reactor_stats s;
         sleep(1);
-        lf_pool_stats(&reactor.pool, &s);
-        fprintf(stderr, "srv_lf: leads %llu promotions %llu vacant %llu takeovers %llu\n",
-                s.leads, s.promotions, s.promotions_vacant, s.takeovers);
+        lf_reactor_stats(&reactor, &s);
+        fprintf(stderr,
+                "srv_lf: leads %llu promotions %llu vacant %llu takeovers %llu "
+                "dispatched %llu deferred %llu rearmed %llu\n",
+                s.pool.leads, s.pool.promotions, s.pool.promotions_vacant, s.pool.takeovers,
+                s.dispatched, s.deferred, s.rearmed);
     }
     return NULL;
 }
@@ -125,6 +138,7 @@ int main(int argc, char **argv)
     srv_raise_nofile();
     if (a.flags & 2)
         conn_events = LF_EV_READ;
+    keep_only = (a.flags & 4) != 0;
     int rc = lf_reactor_init_flags(&reactor, a.flags & 1 ? LF_REACTOR_CONCURRENT : 0);
     if (rc != 0) {
         fprintf(stderr, "srv_lf: lf_reactor_init: %s\n", strerror(rc));

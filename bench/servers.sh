@@ -20,9 +20,11 @@
 #
 # Rows: lf_reactor in every promotion policy x backend with one leader, with
 # LF_REACTOR_CONCURRENT (epoll), with one thread (no hand-offs: the reactor's own
-# cost), and with one-shot handles instead of LF_EV_EDGE (bench/srv_lf.c): one-shot,
-# LIFO, epoll is the default configuration (no macros, the README's quick start);
-# lf.oneshot.strict is the same built with LF_TAKEOVER=0 LF_SCHED_BATCH=0 (a strict
+# cost), and with handles registered one-shot instead of LF_EV_EDGE (bench/srv_lf.c):
+# lf.oneshot.epoll (LIFO, epoll, the handler answers LF_DRAINED after a short read)
+# is the default configuration (no macros, the README's quick start); lf.keep.epoll
+# the same with a handler that always answers LF_KEEP (one epoll_ctl re-arm per
+# request); lf.oneshot.strict the default built with LF_TAKEOVER=0 LF_SCHED_BATCH=0 (a strict
 # hand-off on every promotion, as lf.h did before); ACE_TP_Reactor and ACE_Dev_Poll_Reactor (libace-dev);
 # boost.asio io_context::run on THREADS threads (libboost-dev); Half-Sync/Half-
 # Reactive (one I/O thread, a queue, THREADS workers); thread per connection; the
@@ -113,6 +115,7 @@ cat >>"$rows" <<EOF
 lf.concurrent.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 1
 lf.1thread.epoll $build/srv_lf.LIFO.EPOLL -t 1
 lf.oneshot.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 2
+lf.keep.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 6
 lf.oneshot.strict $build/srv_lf.strict -t $threads -f 2
 ace.tp $build/srv_ace_tp -t $threads
 ace.devpoll $build/srv_ace_dp -t $threads
@@ -218,7 +221,7 @@ table() {
     work_now=
 }
 # the core rows: lf's default and its variants, the peers, the baselines
-core="lf.oneshot.epoll lf.oneshot.strict lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll asio hshr tpc floor"
+core="lf.oneshot.epoll lf.keep.epoll lf.oneshot.strict lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll asio hshr tpc floor"
 awk -v keep="$core" 'BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) want[k[i]] = 1 }
     want[$1]' "$rows" >"$rows.core"
 first=

@@ -492,7 +492,7 @@ fuzz: setup
 	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge
 
 # Every benchmark, each failing or not on its own, then the verdict. QUICK=1 runs one
-# short round of each (under 4 minutes); the default size takes about 17.
+# short round of each (under 3 minutes); the default size takes about 22.
 QUICK ?= 0
 bench: setup
 	@start=$$(date +%s); rc=0; \

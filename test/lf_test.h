@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,34 @@
             exit(1);                                                                    \
         }                                                                               \
     } while (0)
+
+/* Numbered 8-byte records (native byte order) over a byte stream, split across reads
+ * anywhere: the receiving side's state, and the step that takes what one read
+ * returned, checks every whole record against the number expected next and says how
+ * many it completed. */
+struct lft_records {
+    uint64_t next_in;      /* the record expected next */
+    unsigned char part[8]; /* a record split across reads */
+    unsigned have;
+};
+
+static inline long long lft_records_take(struct lft_records *r, const unsigned char *buf,
+                                         ssize_t n)
+{
+    long long whole = 0;
+    for (ssize_t i = 0; i < n; i++) {
+        r->part[r->have++] = buf[i];
+        if (r->have == 8) {
+            uint64_t seq;
+            memcpy(&seq, r->part, 8);
+            CHECK_EQ(seq, r->next_in);
+            r->next_in++;
+            r->have = 0;
+            whole++;
+        }
+    }
+    return whole;
+}
 
 static LFT_ATOMIC(unsigned long long) lft_progress_count;
 static const char *lft_name = "test";
@@ -176,5 +205,36 @@ static inline void lft_pass(void)
 {
     printf("%s: ok\n", lft_name);
 }
+
+
+#ifdef LFT_TCP
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+/* A connected TCP pair on loopback (define LFT_TCP before including this file):
+ * sv[0] the reactor's end (non-blocking), sv[1] the peer's (blocking; with nodelay,
+ * its small writes leave at once instead of waiting for an acknowledgement). */
+static inline void lft_tcp_pair(int sv[2], int nodelay)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 1) == 0);
+    CHECK(getsockname(l, (struct sockaddr *)&a, &len) == 0);
+    sv[1] = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(sv[1] >= 0 && connect(sv[1], (struct sockaddr *)&a, sizeof a) == 0);
+    if (nodelay)
+        CHECK(setsockopt(sv[1], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
+    sv[0] = accept(l, NULL, NULL);
+    CHECK(sv[0] >= 0 && fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
+    close(l);
+}
+#endif
 
 #endif

@@ -27,10 +27,9 @@
  *     came with its last data keeps reporting LF_EV_CLOSE until the handler goes.
  * Compiled once per promotion policy x backend. */
 #include "../lf_reactor.h"
+#define LFT_TCP /* lft_tcp_pair */
 #include "lf_test.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
 #define THREADS 3
@@ -42,9 +41,7 @@ struct conn {
     int peer;                    /* the writers' end */
     pthread_mutex_t wlock;       /* one writer at a time per connection */
     uint64_t next_out;           /* writers: the next record number, under wlock */
-    uint64_t next_in;            /* handler: the record expected next */
-    unsigned char part[8];       /* a record split across reads */
-    unsigned have;
+    struct lft_records in;       /* handler: the records read so far */
     LFT_ATOMIC(int) inside;
     LFT_ATOMIC(int) parked;      /* deactivated by itself, to be reactivated */
     unsigned dispatches;
@@ -65,17 +62,7 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
     (void)events;
     n = read(fd, buf, sizeof buf);
     CHECK(n > 0 || (n < 0 && errno == EAGAIN)); /* readiness is a hint */
-    for (ssize_t i = 0; i < n; i++) {
-        c->part[c->have++] = buf[i];
-        if (c->have == 8) {
-            uint64_t seq;
-            memcpy(&seq, c->part, 8);
-            CHECK_EQ(seq, c->next_in);
-            c->next_in++;
-            c->have = 0;
-            lft_add(&received, 1);
-        }
-    }
+    lft_add(&received, lft_records_take(&c->in, buf, n));
     lft_progress();
     if (++c->dispatches % 7 == 0) {
         CHECK_EQ(lf_reactor_deactivate(&R, h), 0);
@@ -162,9 +149,9 @@ static void part_a(unsigned flags)
     long long sent = 0, got = 0;
     for (int i = 0; i < NCONN; i++) {
         sent += (long long)conns[i].next_out;
-        got += (long long)conns[i].next_in;
-        CHECK_EQ(conns[i].next_in, conns[i].next_out);
-        CHECK_EQ(conns[i].have, 0);
+        got += (long long)conns[i].in.next_in;
+        CHECK_EQ(conns[i].in.next_in, conns[i].next_out);
+        CHECK_EQ(conns[i].in.have, 0);
     }
     CHECK_EQ(sent, WRITERS * per_writer);
     CHECK_EQ(got, sent);
@@ -356,24 +343,6 @@ static int on_d(lf_handler *h, int fd, uint32_t events)
     return LF_DRAINED;
 }
 
-/* a connected pair: sv[0] the reactor's (non-blocking), sv[1] the peer's */
-static void tcp_pair(int sv[2])
-{
-    struct sockaddr_in a;
-    socklen_t len = sizeof a;
-    int l = socket(AF_INET, SOCK_STREAM, 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 1) == 0);
-    CHECK(getsockname(l, (struct sockaddr *)&a, &len) == 0);
-    sv[1] = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(connect(sv[1], (struct sockaddr *)&a, sizeof a) == 0);
-    sv[0] = accept(l, NULL, NULL);
-    CHECK(sv[0] >= 0 && fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
-    close(l);
-}
-
 static void part_d(unsigned flags, int tcp, int resumed)
 {
     lf_handler h;
@@ -388,7 +357,7 @@ static void part_d(unsigned flags, int tcp, int resumed)
     d.resumed = resumed;
     CHECK_EQ(lf_reactor_init_flags(&R, flags), 0);
     if (tcp)
-        tcp_pair(sv);
+        lft_tcp_pair(sv, 0);
     else
         CHECK(nonblocking_pair(sv) == 0);
     lf_handler_init(&h, on_d, NULL);

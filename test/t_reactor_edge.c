@@ -25,9 +25,7 @@ struct edge {
     int peer;                    /* the writers' end */
     pthread_mutex_t wlock;       /* one writer at a time per connection */
     uint64_t next_out;           /* writers: the next record number, under wlock */
-    uint64_t next_in;            /* handler: the record expected next */
-    unsigned char part[8];       /* a record split across reads */
-    unsigned have;
+    struct lft_records in;       /* handler: the records read so far */
     LFT_ATOMIC(int) inside;
     LFT_ATOMIC(int) parked;      /* deactivated by itself, to be reactivated */
     unsigned dispatches;
@@ -50,17 +48,7 @@ static int on_edge(lf_handler *h, int fd, uint32_t events)
         if (n < 0 && errno == EAGAIN)
             break;
         CHECK(n > 0);
-        for (ssize_t i = 0; i < n; i++) {
-            e->part[e->have++] = buf[i];
-            if (e->have == 8) {
-                uint64_t seq;
-                memcpy(&seq, e->part, 8);
-                CHECK_EQ(seq, e->next_in);
-                e->next_in++;
-                e->have = 0;
-                lft_add(&received, 1);
-            }
-        }
+        lft_add(&received, lft_records_take(&e->in, buf, n));
     }
     lft_progress();
     if (++e->dispatches % 7 == 0) {
@@ -142,9 +130,9 @@ static void part_a(unsigned flags)
     long long sent = 0, got = 0;
     for (int i = 0; i < NCONN; i++) {
         sent += (long long)conns[i].next_out;
-        got += (long long)conns[i].next_in;
-        CHECK_EQ(conns[i].next_in, conns[i].next_out);
-        CHECK_EQ(conns[i].have, 0);
+        got += (long long)conns[i].in.next_in;
+        CHECK_EQ(conns[i].in.next_in, conns[i].next_out);
+        CHECK_EQ(conns[i].in.have, 0);
     }
     CHECK_EQ(sent, WRITERS * per_writer);
     CHECK_EQ(got, sent);

@@ -208,9 +208,8 @@ struct conn {
     lf_handler h;
     int peer;
     pthread_mutex_t wlock;
-    uint64_t next_out, next_in;
-    unsigned char part[8];
-    unsigned have;
+    uint64_t next_out;
+    struct lft_records in; /* handler: the records read so far */
     unsigned long long rnd;
     LFT_ATOMIC(int) inside;
     LFT_ATOMIC(long long) writes;
@@ -238,17 +237,7 @@ static int on_conn(lf_handler *h, int fd, uint32_t ev)
             if (n < 0 && errno == EAGAIN)
                 break;
             CHECK(n > 0);
-            for (ssize_t i = 0; i < n; i++) {
-                c->part[c->have++] = buf[i];
-                if (c->have == 8) {
-                    uint64_t seq;
-                    memcpy(&seq, c->part, 8);
-                    CHECK_EQ(seq, c->next_in);
-                    c->next_in++;
-                    c->have = 0;
-                    lft_add(&received, 1);
-                }
-            }
+            lft_add(&received, lft_records_take(&c->in, buf, n));
             if (!edge_flag)
                 break;
         }
@@ -356,7 +345,7 @@ static void churn(unsigned flags, uint32_t edge)
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
     for (int i = 0; i < NCONN; i++) {
-        CHECK_EQ(conns[i].next_in, conns[i].next_out);
+        CHECK_EQ(conns[i].in.next_in, conns[i].next_out);
         writes += lft_load(&conns[i].writes);
         close(conns[i].peer);
         pthread_mutex_destroy(&conns[i].wlock);

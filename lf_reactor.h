@@ -15,7 +15,7 @@
  * QUICK START
  *   #include "lf_reactor.h"
  *   struct conn { lf_handler h; ... };               (embed the handler)
- *   static int on_event(lf_handler *h, int fd, uint32_t ev)    (fd is non-blocking)
+ *   static int on_event(lf_handler *h, int fd, uint32_t ev)  (fd: a non-blocking stream)
  *   {   ssize_t n = read(fd, buf, sizeof buf);
  *       if (n == 0 || (n < 0 && errno != EAGAIN)) return LF_REMOVE;
  *       ... use the n > 0 bytes ...
@@ -68,22 +68,26 @@
  *         LF_DRAINED says that this dispatch left nothing to read: the last read
  *         returned EAGAIN, or, on a plain byte stream, fewer bytes than it asked for
  *         (a TCP socket that gets no urgent data, a UNIX stream socket that gets no
- *         descriptors, credentials or out-of-band data, a pipe not opened O_DIRECT;
- *         each exception can end a read early with more behind it, as one read
- *         takes one datagram, so there only EAGAIN tells). epoll then keeps the handle
- *         armed edge-triggered instead of re-arming it with one epoll_ctl per event
- *         (about 1 us of system call; stats.rearmed counts them): whatever arrives
- *         later makes a new report, and a peer's end of file that came with the
- *         last data, which a short read stops before, is seen by the reactor,
- *         which reports it. Only when it is true: data left behind is not reported
- *         until more arrives. With LF_EV_WRITE in the interest it counts as
- *         LF_KEEP, and poll and select always take it so (they look at the handle
- *         again anyway). LF_KEEP or LF_RESUMED after it turns the handle back to
- *         one-shot. An end of file is not "empty": a handler that read 0 and keeps
- *         LF_EV_READ is reported again, as after LF_KEEP (drop READ, or remove).
- *         While it is edge-triggered, each arrival during a dispatch wakes a
- *         waiting thread to leave its event to the handler (one-shot: none until
- *         the re-arm), so a handler that expects more soon says LF_KEEP.
+ *         descriptors, credentials or out-of-band data, a pipe not opened O_DIRECT).
+ *         Anything else (a datagram socket, a tty, inotify, an eventfd, the streams'
+ *         exceptions) can end a read early with more behind it: there only EAGAIN
+ *         tells. epoll then keeps the handle armed edge-triggered instead of
+ *         re-arming it with one epoll_ctl per event (0.4 to 1 us of system call;
+ *         stats.rearmed counts them): whatever arrives later makes a new report, and
+ *         a peer's end of file that came with the last data, which a short read
+ *         stops before, is seen by the reactor, which reports it. Only when it is
+ *         true: data left behind is not reported until more arrives. A dispatch
+ *         that did not read (a timer's, a notification's, a write's) answers what
+ *         the last read found. LF_KEEP or LF_RESUMED turns the handle back to
+ *         one-shot (one epoll_ctl, and another at the next LF_DRAINED). With
+ *         LF_EV_WRITE in the interest it counts as LF_KEEP, and poll and select
+ *         always take it so (they look at the handle again anyway). An end of file
+ *         is not "empty": a handler that read 0 and keeps LF_EV_READ is reported
+ *         again, as after LF_KEEP (drop READ, or remove). While it is
+ *         edge-triggered, each arrival during a dispatch, or while the handle is
+ *         deactivated, wakes a waiting thread to leave its event to the handler
+ *         (one-shot: none until the re-arm), so a handler that expects more soon,
+ *         or deactivates itself to push back, says LF_KEEP.
  *     void handle_close(lf_handler *h)         (may be NULL)
  *         Runs exactly once after lf_reactor_remove (or LF_REMOVE, or destroy), when no
  *         thread is inside handle_event any more, on a thread that runs the reactor
@@ -141,13 +145,14 @@
  *       events: LF_EV_READ and/or LF_EV_WRITE (timers, notifications and signals
  *       need no interest bits), optionally | LF_EV_EDGE and | LF_EV_KEEPFD.
  *       LF_EV_EDGE: a promise that handle_event empties the handle on every dispatch
- *       (LF_DRAINED, returned by the dispatches that did, is the safer way to it):
- *       reads until EAGAIN or 0 (end of file). A read that returns less than asked
+ *       (the safer way to the same saving: register without it, and answer
+ *       LF_DRAINED from the dispatches that did; on an LF_EV_EDGE handle the answer
+ *       is LF_KEEP): reads until EAGAIN or 0 (end of file). A read that returns less than asked
  *       is not enough: when the peer's end of file comes with its last data, that
  *       data and the end of file make one edge, and the end of file is seen only
- *       by a read after the short one. epoll then keeps the handle armed, edge-triggered, instead of
- *       re-arming it with one epoll_ctl per event (about 1 us of system call on the
- *       machines we measured; bench/dispatch.sh); what arrives while the handler runs
+ *       by a read after the short one. epoll then keeps the handle armed,
+ *       edge-triggered, instead of re-arming it with one epoll_ctl per event (0.4 to
+ *       1 us of system call on the machines we measured; bench/dispatch.sh); what arrives while the handler runs
  *       or is deactivated is delivered after, as always. A handler that leaves data
  *       behind is not called again until more arrives. poll/select ignore the flag.
  *       LF_EV_KEEPFD: the fd stays the caller's (see WHO OWNS THE FD).
@@ -583,9 +588,12 @@ struct lf_reactor_stats {
     unsigned long long registered, removed;
     unsigned long long closed;     /* handle_close calls (with or without a hook) */
     unsigned long long rearm_failed; /* epoll: re-arms that failed (see LF_EV_CLOSE) */
-    unsigned long long rearmed;    /* epoll: epoll_ctl calls that re-arm a handle or change
-                                    * its watch (LF_KEEP after a report: one; LF_DRAINED
-                                    * on an edge-triggered handle: none) */
+    unsigned long long rearmed;    /* epoll: EPOLL_CTL_MOD calls, failed ones included: the
+                                    * re-arms after dispatches (LF_KEEP after a report:
+                                    * one; LF_DRAINED on an edge-triggered handle: none;
+                                    * LF_KEEP on an edge-triggered one: one, report or
+                                    * not), lf_reactor_modify from other threads, and the
+                                    * repeats when an interest changed during a call */
     unsigned waiting;              /* threads blocked (or about to block) in the wait, now */
     struct lf_pool_stats pool;
 };

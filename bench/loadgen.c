@@ -198,8 +198,10 @@ static void on_readable(struct worker *w, struct conn *c)
         atomic_store_explicit(&c->replies, atomic_load_explicit(&c->replies,
                               memory_order_relaxed) + 1, memory_order_relaxed);
         c->busy = 0;
-        if (phase == DRAIN)
-            return;
+        if (phase == DRAIN) {
+            c->have = 0; /* no next request; read on to EAGAIN, where a stray reply shows */
+            continue;
+        }
         send_next(c);
         if (c->dead)
             return;

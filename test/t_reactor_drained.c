@@ -1,7 +1,7 @@
 /* LF_DRAINED: a handler registered the default way (one-shot) that says it found its
  * handle empty spares the re-arm, and keeps every promise LF_KEEP makes.
- *   A (threads, churn): THREADS threads run the reactor (on epoll also with
- *     LF_REACTOR_CONCURRENT); writers send numbered records in bursts to NCONN
+ *   A (threads, churn; lft_stream.h): 3 threads run the reactor (on epoll also with
+ *     LF_REACTOR_CONCURRENT); writers send numbered records in bursts to 16
  *     connections. Each handler reads once into a small buffer (records split across
  *     reads) and returns LF_DRAINED when the read came up short, LF_KEEP when it
  *     filled the buffer; records must come exactly once and in order, and no two
@@ -29,73 +29,24 @@
 #include "../lf_reactor.h"
 #define LFT_TCP /* lft_tcp_pair */
 #include "lf_test.h"
+#include "lft_stream.h"
 
 #include <sys/socket.h>
 
-#define THREADS 3
-#define NCONN 16
-#define WRITERS 2
-
-struct conn {
-    lf_handler h;
-    int peer;                    /* the writers' end */
-    pthread_mutex_t wlock;       /* one writer at a time per connection */
-    uint64_t next_out;           /* writers: the next record number, under wlock */
-    struct lft_records in;       /* handler: the records read so far */
-    LFT_ATOMIC(int) inside;
-    LFT_ATOMIC(int) parked;      /* deactivated by itself, to be reactivated */
-    unsigned dispatches;
-};
-
 static lf_reactor R;
-static struct conn conns[NCONN];
-static LFT_ATOMIC(long long) received;
-static LFT_ATOMIC(int) writers_done;
-static long long per_writer;
 
+/* A: one read into a small buffer (records split across reads, and full reads) */
 static int on_conn(lf_handler *h, int fd, uint32_t events)
 {
-    struct conn *c = (struct conn *)h;
-    unsigned char buf[20]; /* small: records split across reads, and full reads */
+    struct lft_stream *s = lft_stream_enter(h);
+    unsigned char buf[20];
     ssize_t n;
-    CHECK_EQ(lft_add(&c->inside, 1), 0);
     (void)events;
     n = read(fd, buf, sizeof buf);
     CHECK(n > 0 || (n < 0 && errno == EAGAIN)); /* readiness is a hint */
-    lft_add(&received, lft_records_take(&c->in, buf, n));
-    lft_progress();
-    if (++c->dispatches % 7 == 0) {
-        CHECK_EQ(lf_reactor_deactivate(&R, h), 0);
-        lft_store(&c->parked, 1);
-    }
-    CHECK_EQ(lft_add(&c->inside, -1), 1);
+    lft_stream_take(s, buf, n);
+    lft_stream_leave(s);
     return n == (ssize_t)sizeof buf ? LF_KEEP : LF_DRAINED;
-}
-
-static void *runner(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(lf_reactor_run(&R, NULL), ECANCELED);
-    return NULL;
-}
-
-static void *writer(void *arg)
-{
-    unsigned long long seed = 0x9e3779b97f4a7c15ULL * (uint64_t)((long)arg + 7);
-    for (long long i = 0; i < per_writer;) {
-        struct conn *c = &conns[lft_rand(&seed) % NCONN];
-        int burst = 1 + (int)(lft_rand(&seed) % 6);
-        pthread_mutex_lock(&c->wlock);
-        for (int k = 0; k < burst && i < per_writer; k++, i++) {
-            uint64_t seq = c->next_out++;
-            CHECK_EQ(write(c->peer, &seq, 8), 8);
-        }
-        pthread_mutex_unlock(&c->wlock);
-        if (lft_rand(&seed) % 8 == 0)
-            lft_sleep_ms(0);
-    }
-    lft_add(&writers_done, 1);
-    return NULL;
 }
 
 static int nonblocking_pair(int sv[2])
@@ -107,61 +58,9 @@ static int nonblocking_pair(int sv[2])
 
 static void part_a(unsigned flags)
 {
-    pthread_t th[THREADS], wr[WRITERS];
-    per_writer = lft_scaled(40000);
-    lft_store(&received, 0);
-    lft_store(&writers_done, 0);
-    CHECK_EQ(lf_reactor_init_flags(&R, flags), 0);
-    for (int i = 0; i < NCONN; i++) {
-        int sv[2];
-        CHECK(nonblocking_pair(sv) == 0);
-        memset((void *)&conns[i], 0, sizeof conns[i]);
-        pthread_mutex_init(&conns[i].wlock, NULL);
-        conns[i].peer = sv[1];
-        lf_handler_init(&conns[i].h, on_conn, NULL);
-        CHECK_EQ(lf_reactor_register(&R, &conns[i].h, sv[0], LF_EV_READ), 0);
-    }
-    for (long i = 0; i < THREADS; i++)
-        CHECK(pthread_create(&th[i], NULL, runner, NULL) == 0);
-    for (long i = 0; i < WRITERS; i++)
-        CHECK(pthread_create(&wr[i], NULL, writer, (void *)i) == 0);
-
-    /* the third party: reactivate parked handlers until everything arrived */
-    double t0 = lft_now();
-    while (lft_load(&writers_done) < WRITERS || lft_load(&received) < WRITERS * per_writer) {
-        for (int i = 0; i < NCONN; i++)
-            if (lft_load(&conns[i].parked)) {
-                lft_store(&conns[i].parked, 0);
-                CHECK_EQ(lf_reactor_reactivate(&R, &conns[i].h), 0);
-            }
-        if (lft_now() - t0 > 60) {
-            fprintf(stderr, "t_reactor_drained: %lld of %lld records after 60 s\n",
-                    (long long)lft_load(&received), WRITERS * per_writer);
-            exit(1);
-        }
-        lft_sleep_ms(0);
-    }
-    for (int i = 0; i < WRITERS; i++)
-        CHECK(pthread_join(wr[i], NULL) == 0);
-    CHECK_EQ(lf_reactor_stop(&R), 0);
-    for (int i = 0; i < THREADS; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
-    long long sent = 0, got = 0;
-    for (int i = 0; i < NCONN; i++) {
-        sent += (long long)conns[i].next_out;
-        got += (long long)conns[i].in.next_in;
-        CHECK_EQ(conns[i].in.next_in, conns[i].next_out);
-        CHECK_EQ(conns[i].in.have, 0);
-    }
-    CHECK_EQ(sent, WRITERS * per_writer);
-    CHECK_EQ(got, sent);
-    CHECK_EQ(lf_reactor_destroy(&R), 0);
-    for (int i = 0; i < NCONN; i++) {
-        close(conns[i].peer);
-        pthread_mutex_destroy(&conns[i].wlock);
-    }
+    long long sent = lft_stream_run(&R, flags, on_conn, LF_EV_READ);
     printf("t_reactor_drained %s%s: %lld records over %d connections, each once and in "
-           "order\n", lf_reactor_backend_name(), flags ? " concurrent" : "", sent, NCONN);
+           "order\n", lf_reactor_backend_name(), flags ? " concurrent" : "", sent, LFT_STREAMS);
 }
 
 /* B and C: one handler turned by hand (lf_reactor_handle_events), reading up to
@@ -346,7 +245,7 @@ static int on_d(lf_handler *h, int fd, uint32_t events)
 static void part_d(unsigned flags, int tcp, int resumed)
 {
     lf_handler h;
-    pthread_t th[THREADS];
+    pthread_t th[LFT_STREAM_THREADS];
     int sv[2];
     char big[100];
     struct lf_reactor_stats st;
@@ -362,8 +261,8 @@ static void part_d(unsigned flags, int tcp, int resumed)
         CHECK(nonblocking_pair(sv) == 0);
     lf_handler_init(&h, on_d, NULL);
     CHECK_EQ(lf_reactor_register(&R, &h, sv[0], LF_EV_READ | LF_EV_KEEPFD), 0);
-    for (int i = 0; i < THREADS; i++)
-        CHECK(pthread_create(&th[i], NULL, runner, NULL) == 0);
+    for (int i = 0; i < LFT_STREAM_THREADS; i++)
+        CHECK(pthread_create(&th[i], NULL, lft_stream_runner, &R) == 0);
     CHECK_EQ(write(sv[1], "a", 1), 1); /* short: LF_DRAINED, edge-triggered from now */
     AWAIT(lft_load(&d.got) == 1, "the first byte");
     lft_store(&d.gate, 1);
@@ -381,7 +280,7 @@ static void part_d(unsigned flags, int tcp, int resumed)
     lft_store(&d.gate, 3); /* LF_DRAINED: its own read was short */
     AWAIT(lft_load(&d.got) == 2 + (int)sizeof big, "the rest, with no new data");
     CHECK_EQ(lf_reactor_stop(&R), 0);
-    for (int i = 0; i < THREADS; i++)
+    for (int i = 0; i < LFT_STREAM_THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
     CHECK_EQ(lf_reactor_destroy(&R), 0);
     close(sv[0]);

@@ -1,8 +1,8 @@
 /* LF_EV_EDGE: a handle registered edge-triggered (kept armed, no re-arm per event)
  * keeps every promise a one-shot handle makes.
- *   A (threads, churn of events): THREADS threads run the reactor (on epoll also with
- *     LF_REACTOR_CONCURRENT); writers send
- *     numbered records in bursts to NCONN connections. Each handler drains its socket
+ *   A (threads, churn of events; lft_stream.h): 3 threads run the reactor (on epoll
+ *     also with LF_REACTOR_CONCURRENT); writers send numbered records in bursts to 16
+ *     connections. Each handler drains its socket
  *     (reads until EAGAIN, in small pieces, records split across reads) and checks
  *     that records come exactly once and in order; a flag shows that no two threads
  *     are ever inside one handler. Now and then a handler deactivates itself and a
@@ -13,136 +13,35 @@
  * Compiled once per promotion policy x backend. */
 #include "../lf_reactor.h"
 #include "lf_test.h"
+#include "lft_stream.h"
 
 #include <sys/socket.h>
 
-#define THREADS 3
-#define NCONN 16
-#define WRITERS 2
-
-struct edge {
-    lf_handler h;
-    int peer;                    /* the writers' end */
-    pthread_mutex_t wlock;       /* one writer at a time per connection */
-    uint64_t next_out;           /* writers: the next record number, under wlock */
-    struct lft_records in;       /* handler: the records read so far */
-    LFT_ATOMIC(int) inside;
-    LFT_ATOMIC(int) parked;      /* deactivated by itself, to be reactivated */
-    unsigned dispatches;
-};
-
 static lf_reactor R;
-static struct edge conns[NCONN];
-static LFT_ATOMIC(long long) received;
-static LFT_ATOMIC(int) writers_done;
-static long long per_writer;
 
+/* A: the handler drains its socket in small pieces (records split across reads) */
 static int on_edge(lf_handler *h, int fd, uint32_t events)
 {
-    struct edge *e = (struct edge *)h;
-    unsigned char buf[20]; /* small: records split across reads */
-    CHECK_EQ(lft_add(&e->inside, 1), 0);
+    struct lft_stream *s = lft_stream_enter(h);
+    unsigned char buf[20];
     (void)events;
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
         if (n < 0 && errno == EAGAIN)
             break;
         CHECK(n > 0);
-        lft_add(&received, lft_records_take(&e->in, buf, n));
+        lft_stream_take(s, buf, n);
     }
-    lft_progress();
-    if (++e->dispatches % 7 == 0) {
-        CHECK_EQ(lf_reactor_deactivate(&R, h), 0);
-        lft_store(&e->parked, 1);
-    }
-    CHECK_EQ(lft_add(&e->inside, -1), 1);
+    lft_stream_leave(s);
     return LF_KEEP;
-}
-
-static void *runner(void *arg)
-{
-    (void)arg;
-    CHECK_EQ(lf_reactor_run(&R, NULL), ECANCELED);
-    return NULL;
-}
-
-static void *writer(void *arg)
-{
-    unsigned long long seed = 0x9e3779b97f4a7c15ULL * (uint64_t)((long)arg + 1);
-    for (long long i = 0; i < per_writer;) {
-        struct edge *e = &conns[lft_rand(&seed) % NCONN];
-        int burst = 1 + (int)(lft_rand(&seed) % 5);
-        pthread_mutex_lock(&e->wlock);
-        for (int k = 0; k < burst && i < per_writer; k++, i++) {
-            uint64_t seq = e->next_out++;
-            CHECK_EQ(write(e->peer, &seq, 8), 8);
-        }
-        pthread_mutex_unlock(&e->wlock);
-        if (lft_rand(&seed) % 8 == 0)
-            lft_sleep_ms(0);
-    }
-    lft_add(&writers_done, 1);
-    return NULL;
 }
 
 static void part_a(unsigned flags)
 {
-    pthread_t th[THREADS], wr[WRITERS];
-    per_writer = lft_scaled(40000);
-    lft_store(&received, 0);
-    lft_store(&writers_done, 0);
-    CHECK_EQ(lf_reactor_init_flags(&R, flags), 0);
-    for (int i = 0; i < NCONN; i++) {
-        int sv[2];
-        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-        CHECK(fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
-        memset((void *)&conns[i], 0, sizeof conns[i]);
-        pthread_mutex_init(&conns[i].wlock, NULL);
-        conns[i].peer = sv[1];
-        lf_handler_init(&conns[i].h, on_edge, NULL);
-        CHECK_EQ(lf_reactor_register(&R, &conns[i].h, sv[0], LF_EV_READ | LF_EV_EDGE), 0);
-    }
-    for (long i = 0; i < THREADS; i++)
-        CHECK(pthread_create(&th[i], NULL, runner, NULL) == 0);
-    for (long i = 0; i < WRITERS; i++)
-        CHECK(pthread_create(&wr[i], NULL, writer, (void *)i) == 0);
-
-    /* the third party: reactivate parked handlers until everything arrived */
-    double t0 = lft_now();
-    while (lft_load(&writers_done) < WRITERS || lft_load(&received) < WRITERS * per_writer) {
-        for (int i = 0; i < NCONN; i++)
-            if (lft_load(&conns[i].parked)) {
-                lft_store(&conns[i].parked, 0);
-                CHECK_EQ(lf_reactor_reactivate(&R, &conns[i].h), 0);
-            }
-        if (lft_now() - t0 > 60) {
-            fprintf(stderr, "t_reactor_edge: %lld of %lld records after 60 s\n",
-                    (long long)lft_load(&received), WRITERS * per_writer);
-            exit(1);
-        }
-        lft_sleep_ms(0);
-    }
-    for (int i = 0; i < WRITERS; i++)
-        CHECK(pthread_join(wr[i], NULL) == 0);
-    CHECK_EQ(lf_reactor_stop(&R), 0);
-    for (int i = 0; i < THREADS; i++)
-        CHECK(pthread_join(th[i], NULL) == 0);
-    long long sent = 0, got = 0;
-    for (int i = 0; i < NCONN; i++) {
-        sent += (long long)conns[i].next_out;
-        got += (long long)conns[i].in.next_in;
-        CHECK_EQ(conns[i].in.next_in, conns[i].next_out);
-        CHECK_EQ(conns[i].in.have, 0);
-    }
-    CHECK_EQ(sent, WRITERS * per_writer);
-    CHECK_EQ(got, sent);
-    CHECK_EQ(lf_reactor_destroy(&R), 0);
-    for (int i = 0; i < NCONN; i++) {
-        close(conns[i].peer);
-        pthread_mutex_destroy(&conns[i].wlock);
-    }
+    long long sent = lft_stream_run(&R, flags, on_edge, LF_EV_READ | LF_EV_EDGE);
     printf("t_reactor_edge %s%s: %lld records over %d edge-triggered connections, each once "
-           "and in order\n", lf_reactor_backend_name(), flags ? " concurrent" : "", sent, NCONN);
+           "and in order\n", lf_reactor_backend_name(), flags ? " concurrent" : "", sent,
+           LFT_STREAMS);
 }
 
 /* B: one byte read of two; is the handle reported again without new data? */

@@ -52,8 +52,8 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
                 continue;
             if (errno != EAGAIN)
                 return LF_REMOVE;
-            /* empty: an edge handle is done; a one-shot one can say so */
-            return (conn_events & LF_EV_EDGE) || keep_only ? LF_KEEP : LF_DRAINED;
+            /* empty: say so (an LF_EV_EDGE handle takes it as LF_KEEP) */
+            return keep_only ? LF_KEEP : LF_DRAINED;
         }
         size_t end = c->have + (size_t)n, whole = end - end % WIRE_SIZE;
         for (size_t off = 0; off < whole; off += WIRE_SIZE)

@@ -308,6 +308,20 @@ static int on_e(lf_handler *h, int fd, uint32_t events)
     return LF_DRAINED;
 }
 
+/* a fresh reactor with h registered for events on sv[0] (a socket pair, or a pipe) */
+static void e_begin(lf_handler *h, int sv[2], uint32_t events, int use_pipe)
+{
+    memset(&e, 0, sizeof e);
+    e.modify_to = -1;
+    CHECK_EQ(lf_reactor_init(&R), 0);
+    if (use_pipe)
+        CHECK(pipe(sv) == 0 && fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
+    else
+        CHECK(nonblocking_pair(sv) == 0);
+    lf_handler_init(h, on_e, NULL);
+    CHECK_EQ(lf_reactor_register(&R, h, sv[0], events), 0);
+}
+
 static void part_e(void)
 {
     lf_handler h;
@@ -315,12 +329,7 @@ static void part_e(void)
 
     /* WRITE in the interest: LF_DRAINED speaks of reading, a writable socket makes
      * no new edge, so it is LF_KEEP: reported again on every turn */
-    memset(&e, 0, sizeof e);
-    e.modify_to = -1;
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK(nonblocking_pair(sv) == 0);
-    lf_handler_init(&h, on_e, NULL);
-    CHECK_EQ(lf_reactor_register(&R, &h, sv[0], LF_EV_READ | LF_EV_WRITE), 0);
+    e_begin(&h, sv, LF_EV_READ | LF_EV_WRITE, 0);
     for (int i = 0; i < 3; i++)
         CHECK_EQ(turn_ms(2000), 0);
     CHECK_EQ(e.calls, 3);
@@ -330,11 +339,7 @@ static void part_e(void)
 
     /* edge-triggered after LF_DRAINED; a third party drops READ; a notification's
      * dispatch asks for READ again and says LF_DRAINED: new data is reported */
-    memset(&e, 0, sizeof e);
-    e.modify_to = -1;
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK(nonblocking_pair(sv) == 0);
-    CHECK_EQ(lf_reactor_register(&R, &h, sv[0], LF_EV_READ), 0);
+    e_begin(&h, sv, LF_EV_READ, 0);
     CHECK_EQ(write(sv[1], "a", 1), 1);
     CHECK_EQ(turn_ms(2000), 0);
     CHECK_EQ(lf_reactor_modify(&R, &h, 0), 0); /* (not from the handler) */
@@ -351,12 +356,7 @@ static void part_e(void)
 
     /* a pipe: data and the writer's close in one report, on an edge-triggered
      * handle; the hang-up keeps reporting after LF_DRAINED, as after LF_KEEP */
-    memset(&e, 0, sizeof e);
-    e.modify_to = -1;
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK(pipe(sv) == 0);
-    CHECK(fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
-    CHECK_EQ(lf_reactor_register(&R, &h, sv[0], LF_EV_READ), 0);
+    e_begin(&h, sv, LF_EV_READ, 1);
     CHECK_EQ(write(sv[1], "a", 1), 1);
     CHECK_EQ(turn_ms(2000), 0);
     CHECK_EQ(write(sv[1], "bc", 2), 2);

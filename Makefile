@@ -1,13 +1,17 @@
 # lf: build and test matrix.
 #
-#   make test                       every test x every policy (x synchronizer), plain,
-#                                   then ASan+UBSan, then TSan, then compile checks;
-#                                   ends with "N passed, N failed"
+#   make test                       the CI run (about 10 minutes): every test in every
+#                                   policy and backend, plain, then once under ASan+UBSan
+#                                   and once under TSan, then compile checks; ends with
+#                                   "N passed, N failed"
+#   make test-full                  the whole matrix (FULL=1, about 25 minutes): every
+#                                   policy x backend, the sanitizers on more variants,
+#                                   bp flavour, m32, musl, ARM, longer fuzzing
 #   make test POLICIES=HEAP CC=clang   a slice of the matrix with another compiler
 #   make test MODES=plain           skip the sanitizer runs
-#   make test SAN_REACTOR_VARIANTS="LIFO+POLL HEAP+EPOLL"   the reactor variants run
-#                                   under the sanitizers (default: LIFO on every
-#                                   backend, CONDVAR on epoll)
+#   make test-full SAN_REACTOR_VARIANTS="LIFO+POLL HEAP+EPOLL"   the reactor variants
+#                                   the full run takes under the sanitizers (default:
+#                                   LIFO on every backend, CONDVAR on epoll)
 #   make bench                      the benchmarks (bench/; QUICK=1: a short run; as root
 #                                   it installs its peers: ACE, asio, nginx, wrk)
 #   make stress                     the reactor churn test, 30x longer, every variant,
@@ -54,17 +58,46 @@ ENV_tsan  := LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exi
 # a reactor variant is POLICY+BACKEND with the default synchronizer.
 POOL_VARIANTS := $(foreach p,$(POLICIES),$(if $(filter CONDVAR,$p),$p,$(foreach s,$(SYNCS),$p-$s)))
 REACTOR_VARIANTS := $(foreach p,$(POLICIES),$(foreach b,$(BACKENDS),$p+$b))
-# Under the sanitizers the reactor tests take LIFO (a synchronizer per follower, as
-# FIFO and HEAP) on every backend, and CONDVAR (one condition variable and a
-# reserved slot: lf.h's code, the same under every backend) on epoll; the plain run
-# takes every policy on every backend. SAN_REACTOR_VARIANTS="..." overrides. These
-# two sanitizer subsets keep make test near 23 minutes on 2 cores (CI allows 30).
+# Two sizes of the matrix. `make test` (the CI run, about 10 minutes on 2 cores with
+# its installs) runs every test once in every policy and every backend and once under
+# each sanitizer; `make test-full` (FULL=1) runs today's whole matrix: every policy x
+# backend, the sanitizer subsets below, every test on liburcu's bp flavour, m32, musl,
+# the ARM targets and longer fuzzing. Run it before resolving what touches a header.
+FULL ?= 0
+# covering pairs: policy i with backend i, both lists cycled until the longer one is
+# used up, so every policy and every backend runs (LIFO+EPOLL FIFO+POLL HEAP+SELECT
+# CONDVAR+EPOLL for the default axes)
+lf_rot = $(wordlist 2,999,$1) $(firstword $1)
+lf_cover = $(if $3,$(firstword $1)+$(firstword $2) $(call lf_cover,$(call lf_rot,$1),$(call lf_rot,$2),$(wordlist 2,999,$3)))
+lf_longer = $(if $(word $(words $2),$1),$1,$2)
+COVER_REACTOR_VARIANTS := $(strip $(call lf_cover,$(POLICIES),$(BACKENDS),$(call lf_longer,$(POLICIES),$(BACKENDS))))
+# The full run's sanitizer subsets. Reactor tests: LIFO (a synchronizer per follower,
+# as FIFO and HEAP) on every backend, and CONDVAR (one condition variable and a
+# reserved slot: lf.h's code, the same under every backend) on epoll. Pool tests:
+# each policy once and each synchronizer at least twice (the synchronizer code is the
+# same for LIFO, FIFO and HEAP; the set code differs per policy). Both override.
 SAN_REACTOR_VARIANTS ?= $(filter $(REACTOR_VARIANTS),$(foreach b,$(BACKENDS),LIFO+$b) CONDVAR+EPOLL)
-# Under the sanitizers the pool tests take each policy once and each synchronizer at
-# least twice (the synchronizer code is the same for LIFO, FIFO and HEAP; the set
-# code differs per policy); the plain run takes all seven. SAN_POOL_VARIANTS="..."
-# overrides.
 SAN_POOL_VARIANTS ?= $(filter $(POOL_VARIANTS),LIFO-FUTEX FIFO-PTHREAD HEAP-FUTEX LIFO-PTHREAD CONDVAR)
+# VARIANTS_<kind>_<mode>: what each test runs in. The pool tests are cheap: all seven
+# plain in both sizes. make test's sanitizer runs take one variant each: TSan the
+# default (LIFO, futex, epoll: what most users run, and where a race would hurt
+# most), ASan+UBSan the second covering pair and the pthread synchronizer (other
+# code: the poll set, per-follower condition variables).
+lf_first_of = $(firstword $(filter $1,$2) $2)
+VARIANTS_pool_plain := $(POOL_VARIANTS)
+ifeq ($(FULL),1)
+VARIANTS_reactor_plain := $(REACTOR_VARIANTS)
+VARIANTS_pool_asan := $(SAN_POOL_VARIANTS)
+VARIANTS_pool_tsan := $(SAN_POOL_VARIANTS)
+VARIANTS_reactor_asan := $(SAN_REACTOR_VARIANTS)
+VARIANTS_reactor_tsan := $(SAN_REACTOR_VARIANTS)
+else
+VARIANTS_reactor_plain := $(COVER_REACTOR_VARIANTS)
+VARIANTS_pool_asan := $(call lf_first_of,FIFO-PTHREAD,$(POOL_VARIANTS))
+VARIANTS_pool_tsan := $(call lf_first_of,LIFO-FUTEX,$(POOL_VARIANTS))
+VARIANTS_reactor_asan := $(call lf_first_of,$(word 2,$(COVER_REACTOR_VARIANTS)),$(COVER_REACTOR_VARIANTS))
+VARIANTS_reactor_tsan := $(call lf_first_of,LIFO+EPOLL,$(COVER_REACTOR_VARIANTS))
+endif
 word_of = $(word $2,$(subst +, ,$(subst -, ,$1)))
 vdefs = -DLF_PROMOTE=LF_PROMOTE_$(call word_of,$1,1) \
         $(if $(findstring -,$1),-DLF_SYNC=LF_SYNC_$(call word_of,$1,2)) \
@@ -91,7 +124,7 @@ $(RESULTS)/$1/$2.$3:
 	@test/check.sh $$@ "$1 $2 $3" "$(ENV_$1)" $(BUILD)/$1/$2.$3 -- $$(CMD_$1_$2_$3)
 RUN_$1 += $(RESULTS)/$1/$2.$3
 endef
-$(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(if $(filter plain,$m),$(POOL_VARIANTS),$(SAN_POOL_VARIANTS)),\
+$(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(VARIANTS_pool_$m),\
   $(eval $(call run_check,$m,$t,$v,)))))
 # The fault-injection test routes the headers' system calls through its schedule;
 # the race test delays some of them, to widen a window between two.
@@ -99,18 +132,23 @@ FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap
 RACE_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=realloc,--wrap=epoll_ctl
 wrap_of = $(if $(filter t_reactor_fault,$1),$(FAULT_WRAP),$(if $(filter t_reactor_race,$1),$(RACE_WRAP)))
 $(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(REACTOR_TESTS))),\
-  $(foreach v,$(if $(filter plain,$m),$(REACTOR_VARIANTS),$(SAN_REACTOR_VARIANTS)),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(call wrap_of,$t))))))
+  $(foreach v,$(VARIANTS_reactor_$m),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(call wrap_of,$t))))))
 
 # liburcu's bp flavour (LF_RCU_BP): the lifecycle test, whose fork part then forks
-# under load, on every backend, plain and under ASan; and every reactor test but the
-# fault schedule (written for memb's calls) once, plain, on epoll.
+# under load, on every backend, plain (and under ASan in the full run); the full run
+# also takes every reactor test but the fault schedule (written for memb's calls)
+# once, plain, on epoll.
 URCU_BP_LIBS := $(shell pkg-config --libs liburcu-bp 2>/dev/null || echo -lurcu-bp -lurcu-common)
 BP_TESTS := t_reactor_lifecycle
 BP_VARIANTS := $(foreach b,$(BACKENDS),$(firstword $(POLICIES))+$b+BP)
-$(foreach m,$(filter plain asan,$(MODES)),$(foreach t,$(BP_TESTS),$(foreach v,$(BP_VARIANTS),\
+$(foreach m,$(filter plain $(if $(filter 1,$(FULL)),asan),$(MODES)),$(foreach t,$(BP_TESTS),$(foreach v,$(BP_VARIANTS),\
   $(eval $(call run_check,$m,$t,$v,-DLF_RCU_BP $(URCU_BP_LIBS))))))
-$(foreach t,$(filter-out t_reactor_fault $(BP_TESTS),$(REACTOR_TESTS)),\
-  $(eval $(call run_check,plain,$t,LIFO+EPOLL+BP,-DLF_RCU_BP $(URCU_BP_LIBS) $(call wrap_of,$t))))
+$(if $(filter 1,$(FULL)),$(foreach t,$(filter-out t_reactor_fault $(BP_TESTS),$(REACTOR_TESTS)),\
+  $(eval $(call run_check,plain,$t,LIFO+EPOLL+BP,-DLF_RCU_BP $(URCU_BP_LIBS) $(call wrap_of,$t)))))
+
+# LF_SCHED_BATCH=1, the opt-in policy switch (lf.h, SCHEDULING): the takeover test,
+# which checks the switch and its restore, plain, LIFO.
+$(eval $(call run_check,plain,t_pool_takeover,LIFO-FUTEX-BATCH,-DLF_SCHED_BATCH=1))
 
 # LF_PORTABLE: the paths a BSD, macOS or RTOS build takes (pipe wake-ups, poll,
 # LF_SYNC_PTHREAD, no signalfd), on Linux: every reactor test but the fault schedule
@@ -120,8 +158,8 @@ $(foreach t,$(filter-out t_reactor_fault,$(REACTOR_TESTS)),\
 $(foreach t,$(filter t_bound_%,$(POOL_TESTS)),\
   $(eval $(call run_check,plain,$t,LIFO-PTHREAD-PORTABLE,-DLF_PORTABLE)))
 
-# C++ tests (test/t_*.cc): the C API used from C++17. Every policy x backend plain;
-# under the sanitizers on epoll only (the backends' C tests cover the rest).
+# C++ tests (test/t_*.cc): the C API used from C++17. Plain in the reactor tests'
+# variants; under each sanitizer once on epoll (the full run: every policy on epoll).
 CXX_FOR  := $(if $(findstring clang,$(CCNAME)),clang++,g++)
 CXX_TESTS := $(patsubst test/%.cc,%,$(wildcard test/t_*.cc))
 define run_cxx_check
@@ -135,7 +173,7 @@ $(RESULTS)/$1/$2.$3:
 RUN_$1 += $(RESULTS)/$1/$2.$3
 endef
 $(foreach m,$(MODES),$(foreach t,$(CXX_TESTS),\
-  $(foreach v,$(if $(filter plain,$m),$(REACTOR_VARIANTS),$(filter %+EPOLL,$(REACTOR_VARIANTS))),\
+  $(foreach v,$(if $(filter plain,$m),$(VARIANTS_reactor_plain),$(if $(filter 1,$(FULL)),$(filter %+EPOLL,$(REACTOR_VARIANTS)),$(VARIANTS_reactor_tsan))),\
   $(eval $(call run_cxx_check,$m,$t,$v)))))
 
 # ---------------------------------------------------------------- compile checks
@@ -241,17 +279,18 @@ $(RESULTS)/compile/install:
 	@test/check.sh $@ "install: pkg-config, CMake, lf.h alone, uninstall" compiles -- test/install.sh $(CC) $(BUILD)/install
 RUN_compile += $(RESULTS)/compile/install
 
+# The full run only (make test-full): other ABIs and architectures.
 # 32-bit x86 (gcc -m32), with the ABI's 32-bit time_t and with a 64-bit one: the
 # pool's and the bound's tests, two policies.
 $(RESULTS)/compile/m32:
 	@test/check.sh $@ "gcc -m32, 32- and 64-bit time_t: lf.h and lf_bound.h tests" compiles -- test/m32.sh gcc $(BUILD)/m32
-RUN_compile += $(RESULTS)/compile/m32
+FULL_compile += $(RESULTS)/compile/m32
 
 # musl (musl-gcc, static): lf.h's and lf_bound.h's tests. The reactor needs liburcu,
 # which Debian does not build for musl (README: Limits).
 $(RESULTS)/compile/musl:
 	@test/check.sh $@ "musl-gcc, static: lf.h and lf_bound.h tests" compiles -- test/musl.sh $(BUILD)/musl
-RUN_compile += $(RESULTS)/compile/musl
+FULL_compile += $(RESULTS)/compile/musl
 
 # A real memcached (installed if missing, started on loopback): bench/memc.h's client
 # on lf_bound, 8 threads x 10^4 calls over one connection with every value checked,
@@ -260,10 +299,10 @@ $(RESULTS)/compile/memcached:
 	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes (plain, ASan+UBSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached
 RUN_compile += $(RESULTS)/compile/memcached
 
-# ARM under qemu-user (aarch64, armhf): a slice here; `make cross` runs them all.
+# ARM under qemu-user (aarch64, armhf): a slice in the full run; `make cross` runs them all.
 $(RESULTS)/compile/cross:
 	@test/check.sh $@ "aarch64 and armhf under qemu-user: one test of each header (make cross: all)" compiles -- test/cross.sh $(BUILD)/cross-slice slice
-RUN_compile += $(RESULTS)/compile/cross
+FULL_compile += $(RESULTS)/compile/cross
 
 # Wide warning sets (clang -Weverything, a long gcc list; C and C++; every
 # configuration; -Werror), each exclusion with its reason in the script.
@@ -285,7 +324,7 @@ RUN_compile += $(RESULTS)/compile/model
 
 # Fuzzing (clang's libFuzzer): each harness in test/fuzz/ replays its kept corpus and
 # then fuzzes for FUZZ_TEST_S seconds here; make fuzz runs FUZZ_S and keeps new finds.
-FUZZ_TEST_S ?= 10
+FUZZ_TEST_S ?= $(if $(filter 1,$(FULL)),60,5)
 FUZZ_S ?= 300
 $(RESULTS)/compile/fuzz:
 	@test/check.sh $@ "fuzz: kept corpus + $(FUZZ_TEST_S) s per harness, the reactor also on poll and select (libFuzzer, ASan+UBSan)" compiles -- test/fuzz.sh $(BUILD)/fuzz $(FUZZ_TEST_S)
@@ -300,7 +339,7 @@ RUN_compile += $(RESULTS)/compile/bench-smoke
 # Soak: the OLTP demo under connection churn, resets of client and back-end
 # connections, stalls and timers, every request accounted for (answered, or failed
 # with a reason the client was told), ASan+UBSan. make soak runs SOAK_S seconds.
-SOAK_TEST_S ?= 30
+SOAK_TEST_S ?= $(if $(filter 1,$(FULL)),60,15)
 SOAK_S ?= 600
 $(RESULTS)/compile/soak:
 	@test/check.sh $@ "soak: OLTP demo under churn and resets, $(SOAK_TEST_S) s, every request accounted (ASan+UBSan)" compiles -- test/soak.sh $(CC) $(BUILD)/soak-test $(SOAK_TEST_S)
@@ -439,20 +478,28 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---------------------------------------------------------------- targets
-.PHONY: test prebuild setup lint fuzz soak bench stress cross clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
+.PHONY: test test-full prebuild setup lint fuzz soak bench stress cross clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
 
 setup:
-	@test/setup.sh
+	@test/setup.sh $(if $(filter 1,$(FULL)),full)
 
 # Every check runs before the verdict: checks never stop make, the summary counts.
 test: setup
 	@rm -rf $(RESULTS)
-	@mkdir -p $(BUILD)
+	@mkdir -p $(BUILD) $(RESULTS)
+	@date +%s > $(RESULTS)/.start
 	@find $(BUILD) -name '*.pre' -delete
-	@echo "building $(words $(PRE)) test binaries, two at a time (a few minutes)..."
+	@echo "building $(words $(PRE)) test binaries, two at a time$(if $(filter 1,$(FULL)), (the full matrix))..."
 	@$(MAKE) --no-print-directory -j2 prebuild
+	@echo "built in $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s; running $(words $(foreach m,$(MODES) compile,$(RUN_$m))) checks one at a time"
 	@$(MAKE) --no-print-directory -j1 $(addprefix run-,$(MODES)) run-compile
+	@echo "make test$(if $(filter 1,$(FULL)),-full): $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s"
 	@$(MAKE) --no-print-directory summary
+
+$(if $(filter 1,$(FULL)),$(eval RUN_compile += $(FULL_compile)))
+# The whole matrix (see FULL above): before resolving anything that touches a header.
+test-full:
+	@$(MAKE) --no-print-directory test FULL=1
 
 $(foreach m,$(MODES) compile,$(eval run-$m: $$(RUN_$m)))
 prebuild: $(PRE)

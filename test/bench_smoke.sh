@@ -35,10 +35,19 @@ serve() {
     shift
     "$@" >"$build/$name.out" 2>"$build/$name.err" &
     pid=$!
+    # up to 30 s: an ASan binary on a busy machine may take seconds to say its port
     i=0
-    while ! grep -q '^port ' "$build/$name.out" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+    while ! grep -q '^port ' "$build/$name.out" && kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
     port=$(awk '/^port /{print $2}' "$build/$name.out")
-    [ -n "$port" ] || { echo "$name did not start"; cat "$build/$name.err"; exit 1; }
+    [ -n "$port" ] || {
+        kill -0 "$pid" 2>/dev/null && echo "$name did not say its port in 30 s" ||
+            echo "$name exited before it said its port"
+        cat "$build/$name.err"
+        exit 1
+    }
     for c in 8 300; do
         line=$("$build/loadgen" -p "$port" -c $c -w 50 -W 0.1 -d 0.4 -P "$pid") ||
             { echo "$name, $c connections: $line"; exit 1; }

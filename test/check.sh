@@ -23,7 +23,12 @@ verdict() {
 case $what in
 compiles)
     shift
-    "$@" > "$log" 2>&1 && verdict pass || verdict fail
+    start=$(date +%s.%N)
+    "$@" > "$log" 2>&1
+    rc=$?
+    secs=$(echo "$start $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
+    [ $rc -eq 0 ] && verdict pass "  (${secs} s)"
+    verdict fail "  (${secs} s)"
     ;;
 rejects:*)
     shift

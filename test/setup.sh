@@ -1,17 +1,23 @@
 #!/bin/sh
-# Make sure this machine has what `make test` and `make bench` need. As root on
-# Debian it installs what is missing; otherwise it prints the command to run.
+# Make sure this machine has what `make test` and `make bench` need; `setup.sh full`
+# adds what only `make test-full` uses (gcc -m32, musl). As root on Debian it
+# installs what is missing; otherwise it prints the command to run.
 set -u
-pkgs="gcc g++ gcc-multilib musl-tools clang lld libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev memcached"
+full=${1:-}
+pkgs="gcc g++ clang lld libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev memcached"
+[ "$full" = full ] && pkgs="$pkgs gcc-multilib musl-tools"
 missing=""
-for tool in gcc g++ clang clang++ musl-gcc make pkg-config cmake cppcheck clang-tidy spin timeout memcached; do
+for tool in gcc g++ clang clang++ make pkg-config cmake cppcheck clang-tidy spin timeout memcached; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 pkg-config --exists 'liburcu-memb >= 0.13' 2>/dev/null || missing="$missing liburcu"
-probe=$(mktemp -d)
-printf 'int main(void){return 0;}\n' > "$probe/p.c"
-gcc -m32 "$probe/p.c" -o "$probe/p" >/dev/null 2>&1 || missing="$missing gcc-multilib"
-rm -rf "$probe"
+if [ "$full" = full ]; then
+    command -v musl-gcc >/dev/null 2>&1 || missing="$missing musl-gcc"
+    probe=$(mktemp -d)
+    printf 'int main(void){return 0;}\n' > "$probe/p.c"
+    gcc -m32 "$probe/p.c" -o "$probe/p" >/dev/null 2>&1 || missing="$missing gcc-multilib"
+    rm -rf "$probe"
+fi
 if command -v clang >/dev/null 2>&1; then
     # clang's sanitizer runtimes come in their own package on Debian
     probe=$(mktemp -d)

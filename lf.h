@@ -55,8 +55,9 @@
  *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
  *   LF_TAKEOVER  1 (default) or 0: whether a thread back from processing takes over a
  *                promotion whose follower has not started to run yet (see SCHEDULING).
- *   LF_SCHED_BATCH  1 (default on Linux) or 0: lf_pool_join runs a SCHED_OTHER thread
- *                as SCHED_BATCH while it is joined (see SCHEDULING).
+ *   LF_SCHED_BATCH  0 (default) or 1 (Linux only, opt-in): lf_pool_join runs a
+ *                SCHED_OTHER thread as SCHED_BATCH while it is joined (see SCHEDULING:
+ *                what that costs, and what inherits it).
  *   LF_PORTABLE  use only POSIX facilities, also on Linux: the paths a BSD, macOS or
  *                RTOS build takes (lf_reactor.h: pipe wake-ups, poll by default, no
  *                signalfd), so that Linux can test them.
@@ -148,23 +149,29 @@
  *       lock, to make the current or the *next* wait return early (it must be sticky,
  *       like a write to an eventfd); it must not block or call into the pool.
  *
- * SCHEDULING: TAKEOVER AND SCHED_BATCH
+ * SCHEDULING: TAKEOVER, AND SCHED_BATCH ON REQUEST
  *   The pattern promotes before it processes, so a handler that blocks never leaves
  *   the event source unwatched. The price is a wake-up per promotion, and on a busy
- *   machine the scheduler decides what that wake-up does:
- *   - Linux lets a woken thread preempt the thread that woke it. The promoted
- *     follower then takes the CPU from its promoter, which holds the event it just
- *     detected: that event waits until the promoter runs again, up to a scheduler
- *     tick (4 ms at HZ=250) when the other CPUs are busy. This is the tail latency of
- *     a naive Leader/Followers pool (and of thread pools that hand work over the
- *     same way). So lf_pool_join runs its thread as SCHED_BATCH, the policy whose
- *     wake-ups do not preempt: a promoted follower runs on an idle CPU at once, or
- *     else after its promoter yields. Only a SCHED_OTHER thread is changed (never a
- *     real-time one), the old policy is back when lf_pool_join returns, and a refusal
- *     (a sandbox) is ignored. lf_pool_lead, _promote and the reactor's
- *     lf_reactor_handle_events leave the policy alone. A child forked from a
- *     dispatch inherits SCHED_BATCH (sched_setscheduler(0, SCHED_OTHER, ...) undoes
- *     it). LF_SCHED_BATCH=0 turns it off; it exists on Linux only.
+ *   machine the scheduler decides what that wake-up does: Linux lets a woken thread
+ *   preempt the thread that woke it, so the promoted follower may take the CPU from
+ *   its promoter while the promoter holds the event it just detected, and that event
+ *   then waits until the promoter runs again (up to a scheduler tick, 4 ms at HZ=250,
+ *   when every CPU is busy). The library changes nothing of its callers' threads by
+ *   default: policy, priority, nice, affinity, signal mask and cancel state stay as
+ *   the caller set them, in the thread and in every thread or process it starts.
+ *   - LF_SCHED_BATCH=1 (Linux, opt-in) asks lf_pool_join to run a SCHED_OTHER thread
+ *     as SCHED_BATCH while it is joined, the policy whose wake-ups do not preempt.
+ *     What that costs: SCHED_BATCH gives up wake-up preemption against the whole
+ *     machine, so beside a CPU-bound process the pool's own event latency grows
+ *     (milliseconds instead of tens of microseconds); a thread or a process started
+ *     from a dispatch inherits SCHED_BATCH for good (threads made with default
+ *     attributes, fork, and exec keep the policy: SCHED_RESET_ON_FORK resets only
+ *     real-time policies); and the look at the policy and the switch are two system
+ *     calls, so a creator that gives the thread SCHED_FIFO between them has its
+ *     choice undone (no get-then-set can close that window). Only a SCHED_OTHER
+ *     thread is changed, the old policy is back when lf_pool_join returns, a refusal
+ *     (a sandbox) is ignored, and lf_pool_lead, _promote and the reactor's
+ *     lf_reactor_handle_events never touch it.
  *   - A promoted follower that has not started to run yet would still hold the
  *     leader slot, and every thread that finishes processing meanwhile would park
  *     behind it. So a thread back from processing (lf_pool_lead, _try_lead or
@@ -238,11 +245,7 @@
 #define LF_TAKEOVER 1
 #endif
 #ifndef LF_SCHED_BATCH
-#ifdef LF__LINUX
-#define LF_SCHED_BATCH 1
-#else
 #define LF_SCHED_BATCH 0
-#endif
 #endif
 #if LF_SCHED_BATCH && !defined(__linux__)
 #error "lf.h: LF_SCHED_BATCH needs Linux"
@@ -408,7 +411,9 @@ struct lf_pool_stats {
     unsigned leader;                      /* 0 or 1, now */
     unsigned followers;                   /* parked now */
     unsigned processing;                  /* promoted leaders not yet back, now */
-    unsigned joined;                      /* threads inside lf_pool_join, now */
+    unsigned joined;                      /* threads inside lf_pool_join, now (from
+                                           * entry to return: a moment longer than
+                                           * their roles) */
 };
 
 /* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
@@ -1359,7 +1364,8 @@ static inline int lf_pool_shutdown(lf_pool *p)
     return 0;
 }
 
-/* SCHEDULING in the doc block: a joined SCHED_OTHER thread runs as SCHED_BATCH. The
+/* SCHEDULING in the doc block: with LF_SCHED_BATCH=1 (asked for by name; off by
+ * default) a joined SCHED_OTHER thread runs as SCHED_BATCH. The
  * kernel is asked about the calling thread (pid 0) by system call: glibc's
  * pthread_getschedparam answers from a cache that misses changes made with
  * sched_setscheduler or chrt (a stale SCHED_OTHER would demote a real-time thread),

@@ -220,11 +220,12 @@
  *       Any thread; usually t's handler on LF_EV_TIMEOUT.
  *   int lf_reactor_run(r, deadline)
  *       Join the calling thread to the reactor's pool until lf_reactor_stop
- *       (ECANCELED) or the deadline (ETIMEDOUT). EBUSY when a group leads r. On
- *       Linux a SCHED_OTHER thread runs as SCHED_BATCH meanwhile, so a promoted
- *       follower's wake-up does not preempt the thread holding an event (lf.h,
- *       SCHEDULING; LF_SCHED_BATCH=0 turns it off); a child forked from a handler
- *       inherits that policy.
+ *       (ECANCELED) or the deadline (ETIMEDOUT). EBUSY when a group leads r. The
+ *       thread's policy, priority, signal mask and cancel state are left as they
+ *       are; only LF_SCHED_BATCH=1, asked for by name, runs a SCHED_OTHER thread as
+ *       SCHED_BATCH meanwhile (lf.h, SCHEDULING: its costs, and that a thread or
+ *       child started from a handler inherits it; not with LF_REACTOR_CONCURRENT,
+ *       whose threads do not join the pool).
  *   int lf_reactor_handle_events(r, deadline)
  *       One turn on the calling thread: wait (as leader) for one event and dispatch
  *       it. 0 (the turn took one event: it ran one handler or one handle_close, or

@@ -11,9 +11,11 @@
  *    processing thread never leaves the slot to nobody).
  *    HEAP: a returning thread of lower priority must not take over (it follows).
  *    LF_TAKEOVER=0: never taken over.
- * 2. lf_pool_join runs a SCHED_OTHER thread as SCHED_BATCH and restores it; a thread
- *    of another policy (SCHED_IDLE, which needs no privilege) is left alone, also
- *    when the policy was changed behind glibc's cached copy (as chrt does).
+ * 2. lf_pool_join leaves a SCHED_OTHER thread's policy alone by default; built with
+ *    LF_SCHED_BATCH=1 (asked for by name) it runs it as SCHED_BATCH and restores it.
+ *    Either way a thread of another policy (SCHED_IDLE, which needs no privilege) is
+ *    left alone, also when the policy was changed behind glibc's cached copy (as chrt
+ *    does).
  * 3. Races of a takeover with a deadline, a notification and try_lead.
  * Linux only (affinity and the policies); elsewhere it reports what it skipped. */
 #ifndef _GNU_SOURCE

@@ -24,20 +24,26 @@
 # lf.oneshot.epoll (LIFO, epoll, the handler answers LF_DRAINED after a short read)
 # is the default configuration (no macros, the README's quick start); lf.keep.epoll
 # the same with a handler that always answers LF_KEEP (one epoll_ctl re-arm per
-# request); lf.oneshot.strict the default built with LF_TAKEOVER=0 LF_SCHED_BATCH=0 (a strict
-# hand-off on every promotion, as lf.h did before); ACE_TP_Reactor and ACE_Dev_Poll_Reactor (libace-dev);
-# boost.asio io_context::run on THREADS threads (libboost-dev); Half-Sync/Half-
+# request); lf.oneshot.strict the default built with LF_TAKEOVER=0 (a strict hand-off on
+# every promotion, as lf.h did before); lf.batch the default built with LF_SCHED_BATCH=1
+# (the opt-in: joined threads run as SCHED_BATCH); ACE_TP_Reactor and
+# ACE_Dev_Poll_Reactor (libace-dev); boost.asio io_context::run on THREADS threads
+# (libboost-dev); the peers again under `chrt -b 0` (ace.devpoll.batch, asio.batch:
+# the policy lf.batch asks for, given to them the way any user could, so a lead counts
+# only against the best peer under either policy); Half-Sync/Half-
 # Reactive (one I/O thread, a queue, THREADS workers); thread per connection; the
 # single-threaded epoll loop without locks (the floor); the OLTP demo (clients ->
 # front-end -> 2 multiplexed connections -> back-end, bench/oltp.c). A peer whose
 # package cannot be installed or whose server does not build is listed as
 # unavailable. The tables: every row at the first CONNS, the core rows (lf's default
 # and its variants, the peers, HS/HR, thread per connection, the floor) at the other
-# CONNS and with WORK_SHAPE of CPU work per request. Then the scaling rows: server CPU
-# per request at SCALE connections.
+# CONNS, with WORK_SHAPE of CPU work per request, and beside one CPU-bound process (a
+# busy loop at nice 0: the shared machine). Then the scaling rows: server CPU per
+# request at SCALE connections.
 #
 # Writes bench/results/servers.csv (the table at the first CONNS), servers-cN.csv
-# (the core rows at N connections), servers-work.csv (with CPU work), servers.raw
+# (the core rows at N connections), servers-work.csv (with CPU work), servers-hog.csv
+# (beside the busy loop), servers.raw
 # (every run's line), scaling.csv, and servers.png / scaling.png when gnuplot is
 # there. Exits 1 if any
 # run saw a wrong, lost or late reply (or a server failed to start).
@@ -90,7 +96,8 @@ for p in LIFO FIFO HEAP CONDVAR; do
             -o "$build/srv_lf.$p.$b" "$here/srv_lf.c" $urcu -pthread
     done
 done
-$cc $cflags -DLF_TAKEOVER=0 -DLF_SCHED_BATCH=0 -o "$build/srv_lf.strict" "$here/srv_lf.c" $urcu -pthread
+$cc $cflags -DLF_TAKEOVER=0 -o "$build/srv_lf.strict" "$here/srv_lf.c" $urcu -pthread
+$cc $cflags -DLF_SCHED_BATCH=1 -o "$build/srv_lf.batch" "$here/srv_lf.c" $urcu -pthread
 for s in floor hshr tpc; do
     $cc $cflags -o "$build/srv_$s" "$here/srv_$s.c" -pthread
 done
@@ -117,9 +124,12 @@ lf.1thread.epoll $build/srv_lf.LIFO.EPOLL -t 1
 lf.oneshot.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 2
 lf.keep.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 6
 lf.oneshot.strict $build/srv_lf.strict -t $threads -f 2
+lf.batch $build/srv_lf.batch -t $threads -f 2
 ace.tp $build/srv_ace_tp -t $threads
 ace.devpoll $build/srv_ace_dp -t $threads
+ace.devpoll.batch chrt -b 0 $build/srv_ace_dp -t $threads
 asio $build/srv_asio -t $threads
+asio.batch chrt -b 0 $build/srv_asio -t $threads
 hshr $build/srv_hshr -t $threads
 tpc $build/srv_tpc
 floor $build/srv_floor
@@ -127,7 +137,7 @@ oltp oltp
 EOF
 for u in $unavailable; do
     echo "bench: $u is unavailable (see $build/*.log)" >&2
-    grep -v "^$u " "$rows" >"$rows.tmp" || true
+    grep -v -e "^$u " -e "^$u.batch " "$rows" >"$rows.tmp" || true
     mv "$rows.tmp" "$rows"
 done
 nrows=$(wc -l <"$rows")
@@ -221,7 +231,7 @@ table() {
     work_now=
 }
 # the core rows: lf's default and its variants, the peers, the baselines
-core="lf.oneshot.epoll lf.keep.epoll lf.oneshot.strict lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll asio hshr tpc floor"
+core="lf.oneshot.epoll lf.keep.epoll lf.oneshot.strict lf.batch lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll ace.devpoll.batch asio asio.batch hshr tpc floor"
 awk -v keep="$core" 'BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) want[k[i]] = 1 }
     want[$1]' "$rows" >"$rows.core"
 first=
@@ -236,6 +246,14 @@ for c in $conns_list; do
 done
 : >"$results/servers-work.raw"
 table "$first" "$work_shape" "$rows.core" "$results/servers-work.raw"
+# the shared machine: the core rows again with one CPU-bound process beside them (a
+# busy loop at nice 0, as a log shipper, a compile or a batch job would be)
+sh -c 'while :; do :; done' &
+hog=$!
+: >"$results/servers-hog.raw"
+table "$first" "$work" "$rows.core" "$results/servers-hog.raw"
+kill "$hog"
+wait "$hog" 2>/dev/null || true
 
 # -- the scaling rows: CPU per request as connections grow -------------------------------
 scale_rows="lf.oneshot.epoll lf.LIFO.epoll lf.LIFO.poll lf.concurrent.epoll asio ace.devpoll hshr floor"
@@ -266,6 +284,9 @@ done
 echo "== $first connections, work $work_shape (about $((work_shape / 1000)) us of CPU per request), the core rows" >&2
 awk -f "$here/servers.awk" -v out="$results/servers-work.csv" -v rows="$rows.core" \
     -v default_row=$dflt "$results/servers-work.raw"
+echo "== $first connections, work $work, beside a CPU-bound process (nice 0), the core rows" >&2
+awk -f "$here/servers.awk" -v out="$results/servers-hog.csv" -v rows="$rows.core" \
+    -v default_row=$dflt -v shared=1 "$results/servers-hog.raw"
 awk -f "$here/scaling.awk" -v out="$results/scaling.csv" "$scale_raw"
 if command -v gnuplot >/dev/null; then
     gnuplot -e "dir='$results'" "$here/servers.gp" 2>"$build/gnuplot.log" ||

@@ -78,8 +78,17 @@
  *   ETIMEDOUT   the deadline passed first. The context is withdrawn: a reply that
  *               arrives later is skipped and counted in stats.stray, never written
  *               into the context (which may already hold the next request).
- *   ECANCELED   lf_bound_cancel(b, c) from any thread, or lf_bound_shutdown (hybrid:
- *               also lf_reactor_stop).
+ *   ECANCELED   nothing of the request went out: the call found the bound shut down
+ *               (lf_bound_shutdown; hybrid: also lf_reactor_stop, seen at once)
+ *               before it wrote a byte. Or lf_bound_cancel(b, c) from any thread,
+ *               which ends the wait only: a request already written stays written.
+ *   ECONNABORTED
+ *               the request went out, wholly or in part, and the bound was shut down
+ *               (as above) before its reply came: the server may have applied it; the
+ *               reply will not be read. A shutdown never says ECANCELED for a request
+ *               lf_bound_call wrote. (A join whose request you sent yourself gets
+ *               ECONNABORTED too: the bound cannot tell whether that send came, and
+ *               says the safe thing; your lf_bound_send's result tells.)
  *   ECONNRESET  the connection ended (EOF, or a read error) before this reply came.
  *               Every reply that arrived before the end is delivered; the waiters
  *               still waiting then get ECONNRESET, and later calls too.
@@ -115,7 +124,7 @@
  *       Register c for the reply to id, BEFORE sending the request (a fast server may
  *       answer before lf_bound_join is reached). EEXIST id already in flight, EBUSY c
  *       already in flight, ECONNRESET/EPROTO after the connection failed, EPIPE after
- *       a send failed, ECANCELED after shutdown.
+ *       a send failed, ECANCELED after shutdown (hybrid: after lf_reactor_stop).
  *   int lf_bound_send(b, const void *data, size_t len)
  *   int lf_bound_send_until(b, const void *data, size_t len, deadline)
  *       Write one whole request: sends from many threads never interleave. While the
@@ -127,8 +136,13 @@
  *       (their replies still come, until the read side ends: ECONNRESET). ETIMEDOUT
  *       (send_until): the deadline passed; if part of the request was written, the
  *       stream cannot carry another one and later sends say EPIPE. ECONNRESET,
- *       EPROTO, ECANCELED: the connection ended, failed or was shut down (noticed
- *       within 50 ms while waiting for room). EDEADLK (hybrid): called from a
+ *       EPROTO: the connection ended or failed. ECANCELED: the bound was shut down
+ *       (hybrid: its reactor stopped) before a byte of this request was written:
+ *       none was. ECONNABORTED: it was shut down part-way through the request (a
+ *       send waiting for room notices within 50 ms, hybrid 5): part of it went out.
+ *       The bound's state is looked at under the send token before every write, so
+ *       a send that starts after lf_bound_shutdown or lf_reactor_stop returned writes
+ *       nothing, waiter or no waiter. EDEADLK (hybrid): called from a
  *       handler that a send of this same bound, on this same thread, runs while it
  *       waits for room (that send holds the connection half written): nothing was
  *       sent; hand the request to another thread (lf_reactor_notify) instead.
@@ -137,11 +151,22 @@
  *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
  *       expect + send_until + join, the deadline covering the send too. If the send
  *       fails (EPIPE, ETIMEDOUT, ...), c is collected and the send's error returned.
+ *       Under a shutdown (or stop) it says ECANCELED only if it wrote nothing of the
+ *       request; once a byte is out, the shutdown makes it ECONNABORTED (sent, reply
+ *       abandoned), unless its reply came first (0).
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
- *       is not waiting (not expected, or its result is already in).
- *   int lf_bound_shutdown(b)                   every waiter returns ECANCELED, a
- *       leader blocked in poll is woken; later expect/send return ECANCELED, or the
- *       connection's first failure (ECONNRESET, EPROTO) if it had failed before.
+ *       is not waiting (not expected, or its result is already in). It withdraws the
+ *       wait, not the request: one already sent stays sent.
+ *   int lf_bound_shutdown(b)                   every waiter returns ECONNABORTED (its
+ *       request, if sent, may have been applied; its reply will not be read), a
+ *       leader blocked in poll is woken, a send waiting for room gives up; later
+ *       expect/send/call return ECANCELED and write nothing, or the connection's
+ *       first failure (ECONNRESET, EPROTO) if it had failed before. A call that
+ *       overlaps the shutdown either wrote nothing (ECANCELED) or reports its request
+ *       as sent (0 with its reply, or ECONNABORTED). Final and prompt: the waits are
+ *       not drained (that would tie the teardown to the server's answering, and a
+ *       stopped hybrid reactor leaves nobody to read); to keep the replies of the
+ *       requests in flight, stop making calls and let them return first.
  *       Replies still on the socket may be read and counted as stray.
  *   int lf_bound_stats(b, struct lf_bound_stats *out)
  *       replies (handed_off to another thread + own, read by the waiter itself as
@@ -151,7 +176,8 @@
  *       waiters share with its threads).
  *   int lf_bound_attach(b, lf_reactor *r)            (hybrid only)
  *       Before any thread uses b. r: initialised, not LF_REACTOR_CONCURRENT, not in a
- *       group (ENOTSUP). EBUSY attached already; or what lf_reactor_register says.
+ *       group (ENOTSUP). EBUSY attached already; ECANCELED r stopped; or what
+ *       lf_reactor_register says.
  *       The fd stays yours, as in bare mode: the reactor never closes it (it is
  *       registered with LF_EV_KEEPFD), so its number cannot be given to another file
  *       while the bound may still write to it. Close it after lf_bound_destroy.
@@ -166,15 +192,21 @@
  *   thread the reactor dispatches the connection to (lf_reactor_run threads too),
  *   which hands each one to its waiter: parked in the reactor's pool, it is woken
  *   there (lf_pool_notify); leading the reactor, its wait is made to return.
- *   lf_reactor_stop on that reactor finishes the bound as lf_bound_shutdown does
- *   (waiters get ECANCELED, later expect and send too): no thread reads the
- *   connection any more.
+ *   lf_reactor_stop on that reactor (or its destroy) finishes the bound as
+ *   lf_bound_shutdown does: no thread reads the connection any more. The bound sees
+ *   it at once, whether or not a waiter is turning the reactor: expect, and send
+ *   before each write (under the send token), ask the reactor whether it stopped
+ *   (lf_reactor_turn with no follower), so a call made after lf_reactor_stop returned
+ *   writes nothing and returns ECANCELED; waiters get ECONNABORTED, and a call that
+ *   overlaps the stop reports its request as sent (0, ECONNABORTED) or not
+ *   (ECANCELED), as under lf_bound_shutdown.
  *   Teardown: lf_bound_destroy and lf_reactor_destroy may come in either order. The
  *   bound's handler in the reactor is shared by both and freed by the last to let
  *   go; lf_bound_destroy takes it out of the reactor (unless a failure or the
  *   reactor's destroy did) and waits only for a dispatch that is reading into b.
  *   The hybrid part uses the reactor's public calls only (lf_reactor_register with
- *   LF_EV_KEEPFD, lf_reactor_remove, lf_reactor_turn, lf_reactor_wake).
+ *   LF_EV_KEEPFD, lf_reactor_remove, lf_reactor_turn, also with no follower to learn
+ *   of a stop, lf_reactor_wake).
  *   Nested upcalls are ALLOWED: a handler that a waiting thread dispatches may call
  *   lf_bound_call itself; that inner call turns the reactor the same way and returns
  *   first, and the outer call returns after it (its reply, if it came meanwhile,
@@ -415,9 +447,18 @@ static inline void lf__bound_finish(lf_bound *b, lf_bound_ctx *c, int result, in
         lf__bound_wake(b, c);
 }
 
-/* The connection is finished (lock held): every context in flight gets err. */
+/* The connection is finished (lock held): err is what every later call says, and
+ * every context in flight gets it too, but for a shutdown (err ECANCELED:
+ * lf_bound_shutdown, or the hybrid reactor's stop). ECANCELED promises "not sent",
+ * and a context in flight may wait for a request that went out (lf_bound_call's
+ * did, or is going out: it expects first; after a bare lf_bound_send the bound
+ * cannot tell), so those get ECONNABORTED: the reply will not be read, the server
+ * may have applied the request. A call that finds the bound finished before its
+ * first byte is written still says ECANCELED (lf__bound_send returns it, and
+ * lf_bound_call returns the send's error, not the context's). */
 static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *self)
 {
+    int waiters = err == ECANCELED ? ECONNABORTED : err;
     if (b->lf__failed)
         return;
     b->lf__failed = err;
@@ -429,11 +470,11 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
             next = c->lf__next;
             c->lf__next = NULL;
             c->lf__pprev = NULL;
-            lf__bound_finish(b, c, err, c != self);
+            lf__bound_finish(b, c, waiters, c != self);
         }
     }
     if (b->lf__cur) {
-        lf__bound_finish(b, b->lf__cur, err, b->lf__cur != self);
+        lf__bound_finish(b, b->lf__cur, waiters, b->lf__cur != self);
         b->lf__cur = NULL;
     }
     lf__bound_kick(b); /* a leader blocked in poll looks again */
@@ -444,6 +485,19 @@ static inline void lf__bound_fail(lf_bound *b, int err, lf_bound_ctx *self)
     pthread_mutex_lock(&b->lf__lock);
     lf__bound_fail_locked(b, err, self);
     pthread_mutex_unlock(&b->lf__lock);
+}
+
+static inline int lf__bound_reactor_gone(lf_bound *b);
+
+/* Hybrid (lock held): a stop of the reactor finishes the bound now, not when one of
+ * its own waiters next turns the reactor: with none in a turn (the usual case: the
+ * reactor's own threads saw the stop) expect and send would go on, and the requests
+ * would reach a server whose replies nobody reads any more. Asked by expect, by each
+ * write of a send (under the send token) and by stats. */
+static inline void lf__bound_learn_stop_locked(lf_bound *b)
+{
+    if (b->lf__r != NULL && b->lf__failed == 0 && lf__bound_reactor_gone(b))
+        lf__bound_fail_locked(b, ECANCELED, NULL);
 }
 
 /* Leader: parse what the receive buffer holds, delivering every complete reply
@@ -767,6 +821,7 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
     if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
+    lf__bound_learn_stop_locked(b);
     if (b->lf__failed)
         rc = b->lf__failed;
     else if (lf__load(&b->lf__send_failed, relaxed))
@@ -887,8 +942,11 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
         ssize_t n;
         /* before each write, never after the last: a request written whole went out,
          * and a failure that comes after it is its join's to report (the reply may
-         * even be in already) */
+         * even be in already). A shutdown or stop that comes between this look and
+         * the write below overlaps the call; the request goes out then, and its
+         * context, in flight, gets ECONNABORTED: reported as sent either way. */
         pthread_mutex_lock(&b->lf__lock);
+        lf__bound_learn_stop_locked(b); /* hybrid: a stop nobody waiting has seen yet */
         rc = b->lf__failed; /* the read side ended: nobody would read the reply */
         pthread_mutex_unlock(&b->lf__lock);
         if (rc || (rc = lf__load(&b->lf__send_failed, relaxed)) != 0)
@@ -911,9 +969,14 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
         }
     }
     /* a request cut in the middle leaves the stream unreadable for the peer: nothing
-     * may follow it */
-    if (rc && left > 0 && left < len)
+     * may follow it. Cut by a shutdown or stop, it is not "not sent" (ECANCELED): part
+     * of it is out, and the caller must not take it for a request it may simply
+     * retry; it gets what a waiter whose request went out gets. */
+    if (rc && left > 0 && left < len) {
         broken = 1;
+        if (rc == ECANCELED)
+            rc = ECONNABORTED;
+    }
     lf__bound_send_end(b, broken ? EPIPE : 0);
     if (self_ready)
         lf_follower_destroy(&self);
@@ -984,7 +1047,11 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
             rc = lf__bound_lead(b, c, deadline);
             lf_pool_leave(&b->pool, &c->lf__f); /* the next follower leads, in policy order */
         }
-        if (rc == ETIMEDOUT || rc == ECANCELED) {
+        if (rc == ECANCELED) {
+            /* the waiters' pool was shut down: lf_bound_shutdown, which finished the
+             * bound first (c's result is in), or the public pool by hand: the same */
+            lf__bound_fail(b, ECANCELED, c);
+        } else if (rc == ETIMEDOUT) {
             pthread_mutex_lock(&b->lf__lock);
             lf__bound_withdraw_locked(b, c, rc);
             pthread_mutex_unlock(&b->lf__lock);
@@ -1050,6 +1117,7 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
     if (!lf__bound_ok(b))
         return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
+    lf__bound_learn_stop_locked(b); /* failed says ECANCELED once the reactor stopped */
     *out = b->lf__stats;
     out->in_flight = b->lf__in_flight;
     out->failed = b->lf__failed;
@@ -1099,6 +1167,14 @@ static inline void lf__bound_att_put(lf__bound_att *a)
     }
 }
 
+/* The reactor stopped (lf_reactor_turn with no follower says so without a turn), or
+ * was destroyed: nobody will read the connection any more. */
+static inline int lf__bound_reactor_gone(lf_bound *b)
+{
+    int rc = lf_reactor_turn((lf_reactor *)b->lf__r, NULL, NULL);
+    return rc == ECANCELED || rc == EINVAL;
+}
+
 static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
 {
     (void)lf_reactor_wake((lf_reactor *)b->lf__r, &c->lf__f);
@@ -1133,8 +1209,8 @@ static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *sel
     }
     lf_deadline_in(&now, 0);
     rc = lf_reactor_turn((lf_reactor *)b->lf__r, self, &now);
-    if (rc == ECANCELED) /* the reactor stopped: nobody reads the connection any more */
-        lf__bound_fail(b, ECANCELED, NULL);
+    if (rc == ECANCELED || (rc == EINVAL && lf__bound_reactor_gone(b)))
+        lf__bound_fail(b, ECANCELED, NULL); /* stopped: nobody reads the connection */
     return 0;
 }
 
@@ -1209,8 +1285,9 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
     int rc;
     if (!lf__bound_ok(b) || r == NULL)
         return EINVAL;
+    /* ENOTSUP: no leader slot for the waiters; ECANCELED: stopped, as register says */
     if ((rc = lf_reactor_turn(r, NULL, NULL)) != 0)
-        return rc == EINVAL ? EINVAL : ENOTSUP; /* no leader slot for the waiters */
+        return rc == EINVAL || rc == ECANCELED ? rc : ENOTSUP;
     if (b->lf__att)
         return EBUSY;
     if ((a = (lf__bound_att *)calloc(1, sizeof *a)) == NULL)
@@ -1263,19 +1340,23 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
             rc = ETIMEDOUT;
         else
             rc = lf_reactor_turn(r, &c->lf__f, deadline); /* our reply, or someone's request */
-        if (rc == ECANCELED) {
-            /* lf_reactor_stop is final, and the reactor was this connection's only
-             * reader: the bound is finished, as after lf_bound_shutdown (every waiter
-             * gets ECANCELED, expect and send refuse), so no request is sent that
-             * nobody would read the reply to. c's own result may be in already. */
+        if (rc == ECANCELED || (rc == EINVAL && lf__bound_reactor_gone(b))) {
+            /* lf_reactor_stop is final (or the reactor was destroyed), and the
+             * reactor was this connection's only reader: the bound is finished, as
+             * after lf_bound_shutdown (every waiter gets ECONNABORTED, expect and send
+             * refuse with ECANCELED), so no request is sent that nobody would read the
+             * reply to. c's own result may be in already. */
             lf__bound_fail(b, ECANCELED, c);
         } else if (rc == ETIMEDOUT) {
             pthread_mutex_lock(&b->lf__lock);
             lf__bound_withdraw_locked(b, c, rc);
             pthread_mutex_unlock(&b->lf__lock);
         } else if (rc != 0 && rc != EINTR) {
-            pthread_mutex_lock(&b->lf__lock); /* the reactor failed: give up */
-            lf__bound_withdraw_locked(b, c, ECANCELED);
+            /* the reactor cannot be turned (put in a group; c's follower in use by
+             * another thread): give up the wait. Not ECANCELED: the request may be
+             * out (lf_bound_call's is) */
+            pthread_mutex_lock(&b->lf__lock);
+            lf__bound_withdraw_locked(b, c, ECONNABORTED);
             pthread_mutex_unlock(&b->lf__lock);
         }
     }
@@ -1304,6 +1385,12 @@ static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *sel
     (void)b;
     (void)self;
     (void)self_ready;
+    return 0; /* unreachable: only lf_bound_attach sets lf__r */
+}
+
+static inline int lf__bound_reactor_gone(lf_bound *b)
+{
+    (void)b;
     return 0; /* unreachable: only lf_bound_attach sets lf__r */
 }
 

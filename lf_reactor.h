@@ -240,7 +240,10 @@
  *       As handle_events, plus EINTR: lf_reactor_wake(r, self) was called, and
  *       ENOTSUP with LF_REACTOR_CONCURRENT (no leader slot to single a thread out
  *       of; handle_events works there). self NULL turns nothing: it only says whether
- *       a turn could run (0, EINVAL, ENOTSUP, or EBUSY for a grouped reactor).
+ *       a turn could run (0, EINVAL, ENOTSUP, EBUSY for a grouped reactor, or
+ *       ECANCELED once lf_reactor_stop was called: the cheap way for code that
+ *       serves r to learn of its stop before it starts something only a turn could
+ *       finish; a stop that comes later is the turn's to report).
  *   int lf_reactor_wake(r, lf_follower *f)
  *       Make the thread turning r with f return EINTR from lf_reactor_turn: at once
  *       if it follows or leads, else from its next turn (nothing is lost between a
@@ -2538,7 +2541,7 @@ static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
 
 /* Contract: any thread, any hook (nested). One turn with the caller's follower
  * record; EINTR after lf_reactor_wake(r, self). self NULL: only say whether a turn
- * could run (0, EINVAL, ENOTSUP, EBUSY). */
+ * could run (0, EINVAL, ENOTSUP, EBUSY, ECANCELED). */
 static inline int lf_reactor_turn(lf_reactor *r, lf_follower *self, const struct timespec *deadline)
 {
     int rc;
@@ -2546,8 +2549,14 @@ static inline int lf_reactor_turn(lf_reactor *r, lf_follower *self, const struct
         return EINVAL;
     if (r->lf__concurrent)
         return ENOTSUP; /* no leader slot: lf_reactor_wake could not single self out */
-    if (self == NULL)
-        return lf__load(&r->lf__group, seq_cst) != NULL ? EBUSY : 0;
+    if (self == NULL) {
+        if (lf__load(&r->lf__group, seq_cst) != NULL)
+            return EBUSY;
+        /* after stop a turn returns ECANCELED at once: say so without taking one
+         * (lf_bound.h asks before every write, so that no request goes out that
+         * nobody would read the reply to) */
+        return lf__load(&r->lf__stopped, seq_cst) ? ECANCELED : 0;
+    }
     if ((rc = lf__enter(r)) != 0)
         return rc;
     rc = lf__turn(r, self, deadline ? lf__ts_ns(deadline) : -1, deadline);

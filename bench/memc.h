@@ -43,7 +43,10 @@
  *   ETIMEDOUT   the deadline passed first (a late reply is dropped). The request
  *               may have been sent, even with a deadline already past: a set or a
  *               delete may have been applied
- *   ECANCELED   memc_shutdown
+ *   ECANCELED   memc_shutdown came first: nothing of the request was sent
+ *   ECONNABORTED
+ *               memc_shutdown came after the request was sent, before its reply: a
+ *               set or a delete may have been applied
  *   ENOMEM      (as above) also: no memory for a large request
  *
  * WHY THE HEADER HOOK SAYS "ONE BYTE OF HEADER"
@@ -177,6 +180,7 @@ static inline const char *memc_strerror(int rc)
     case EPROTO: return "protocol error";
     case ETIMEDOUT: return "timed out";
     case ECANCELED: return "shut down";
+    case ECONNABORTED: return "shut down after sending";
     default: return "error";
     }
 }
@@ -298,7 +302,7 @@ static inline int memc_open(memc *m, const char *host, int port)
     return 0;
 }
 
-/* Contract: any thread. Every waiter returns ECANCELED, later calls too. */
+/* Contract: any thread. Every waiter returns ECONNABORTED, later calls ECANCELED. */
 static inline void memc_shutdown(memc *m)
 {
     (void)lf_bound_shutdown(&m->b);

@@ -747,7 +747,7 @@ static int fe_forward(const unsigned char *req, unsigned char *reply)
         count(&fe.f_reset);
         return NOTE_RESET;
     }
-    count(&fe.f_other); /* ECANCELED: the reactor was stopped under us */
+    count(&fe.f_other); /* ECANCELED, ECONNABORTED: the reactor was stopped under us */
     return NOTE_OTHER;
 }
 

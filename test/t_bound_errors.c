@@ -37,10 +37,13 @@
  *   returns ETIMEDOUT, one follower leads, and both get the replies written only
  *   after the timeout was seen (timeouts 1, promotions >= 1).
  * - lf_bound_shutdown: parked waiters, the leader, a context expected but not yet
- *   joined, and a call blocked in lf_bound_send on a full socket all get ECANCELED;
- *   later expect/send/call too, and nothing more reaches the server. Under load
+ *   joined, and a call blocked in lf_bound_send on a full socket (its request part
+ *   written) all get ECONNABORTED (abandoned; ECANCELED would say "not sent"); later
+ *   expect/send/call get ECANCELED, and nothing more reaches the server. Under load
  *   (clients calling in a loop against an echo server) every client's last call says
- *   ECANCELED and every thread returns. Shutdown is not counted as cancels. */
+ *   ECONNABORTED (in flight) or ECANCELED (not sent) and every thread returns.
+ *   Shutdown is not counted as cancels. (t_reactor_bound_stop checks each result
+ *   against what the server received.) */
 #include "../lf_bound.h"
 #include "lf_frames.h"
 
@@ -957,11 +960,12 @@ static void shutdown_parked(void)
 
     CHECK_EQ(lf_bound_shutdown(&k.b), 0);
     for (int i = 0; i < PARKED; i++)
-        finish(&cl[i], ECANCELED);
+        finish(&cl[i], ECONNABORTED);
     AWAIT(lft_load(&big_done), "the blocked send to notice the shutdown");
     CHECK(pthread_join(big, NULL) == 0);
-    CHECK_EQ(big_rc, ECANCELED); /* the send's error; its context collected */
-    CHECK_EQ(lf_bound_join(&k.b, &x, NULL), ECANCELED);
+    /* part of it is out: the send's error says so; its context collected */
+    CHECK_EQ(big_rc, ECONNABORTED);
+    CHECK_EQ(lf_bound_join(&k.b, &x, NULL), ECONNABORTED);
     /* from now on nothing reaches the server: send and call fail at once */
     drain(k.srv);
     CHECK_EQ(lf_bound_ctx_init(&y, by, sizeof by, 0), 0);
@@ -1073,7 +1077,7 @@ static void shutdown_under_load(void)
     for (int i = 0; i < LOADERS; i++) {
         AWAIT(lft_load(&ld[i].done), "a loaded client to return after shutdown");
         CHECK(pthread_join(ld[i].t, NULL) == 0);
-        CHECK_EQ(ld[i].rc, ECANCELED);
+        CHECK(ld[i].rc == ECONNABORTED || ld[i].rc == ECANCELED);
         load_calls += ld[i].ok;
     }
     lft_store(&echo_stop, 1);

@@ -19,19 +19,22 @@
  * - B, the client shuts down. WAITERS threads call on one bare bound against a peer
  *   thread that answers at once; then it holds every answer back until all of them
  *   wait (one leads, the others follow), and lets the held ones out 1 ms apart. After
- *   the first is delivered, lf_bound_shutdown. Every call returns 0 with its reply or
- *   ECANCELED, each thread's last is ECANCELED, and after it expect and send say
- *   ECANCELED too. A context expected but never joined makes lf_bound_destroy EBUSY
- *   before and joins with ECANCELED after. Stats: replies == ok, no timeouts, no
- *   cancels (shutdown is not lf_bound_cancel), stray <= the calls cancelled, nothing
- *   in flight, nobody leading or following; destroy 0 once every thread is out.
+ *   the first is delivered, lf_bound_shutdown. Every call returns 0 with its reply,
+ *   or ends the thread's loop: ECONNABORTED (its request was out when the shutdown
+ *   came) or ECANCELED (its next call found the bound shut down before it wrote a
+ *   byte); after it expect and send say ECANCELED. A context expected but never
+ *   joined makes lf_bound_destroy EBUSY before and joins with ECONNABORTED after
+ *   (the bound cannot tell that nothing was sent for it). Stats: replies == ok, no
+ *   timeouts, no cancels (shutdown is not lf_bound_cancel), stray <= the calls it
+ *   ended, nothing in flight, nobody leading or following; destroy 0 once every
+ *   thread is out.
  * - C, hybrid. The same with the bound attached to an lf_reactor (LF_BOUND_REACTOR):
  *   the waiters and RUNNERS threads in lf_reactor_run lead and follow in the
  *   reactor's pool, and lf_reactor_stop comes under them. Each call returns 0 with
- *   its reply or ECANCELED, the runners ECANCELED, every thread returns, the expected
- *   context joins with ECANCELED; the stop finished the bound as a shutdown does
- *   (expect and send say ECANCELED, failed ECANCELED, no cancels counted);
- *   lf_bound_destroy, then lf_reactor_destroy, both 0.
+ *   its reply or ends as in B, the runners ECANCELED, every thread returns, the
+ *   expected context joins with ECONNABORTED; the stop finished the bound as a
+ *   shutdown does (expect and send say ECANCELED, failed ECANCELED, no cancels
+ *   counted); lf_bound_destroy, then lf_reactor_destroy, both 0.
  * Rounds of A, B and C: lft_scaled(4). Timing decides only when the stop comes; the
  * assertions hold whatever the interleaving. Deadlines: A's end the waits nobody will
  * answer; B waits without one, C with one far away (both only bound a hang). */
@@ -427,7 +430,8 @@ static void *peer_main(void *arg)
 
 static lf_bound bb;
 static struct client wcl[WAITERS];
-static long long b_calls, b_ok, b_canceled, b_stray, c_calls, c_ok, c_canceled, c_stray;
+static long long b_calls, b_ok, b_canceled, b_aborted, b_stray;
+static long long c_calls, c_ok, c_canceled, c_aborted, c_stray;
 
 /* Every waiter leads or follows, with its request held by the peer. */
 static int all_waiting(int hybrid)
@@ -450,7 +454,7 @@ static void bound_stops(int hybrid)
     lf_bound_ctx x;
     unsigned char xbuf[BUFSZ];
     unsigned long long base;
-    long long ok = 0, calls = 0, canceled;
+    long long ok = 0, calls = 0, ended, aborted = 0;
     struct lf_bound_stats s;
 
     lft_store(&total_ok, 0LL);
@@ -493,7 +497,9 @@ static void bound_stops(int hybrid)
     for (int i = 0; i < WAITERS; i++) {
         struct client *cl = &wcl[i];
         CHECK(pthread_join(cl->t, NULL) == 0);
-        CHECK_EQ(cl->last, ECANCELED); /* the one end of the loop: 0s before it */
+        /* the one end of the loop (0s before it): abandoned in flight, or not sent */
+        CHECK(cl->last == ECONNABORTED || cl->last == ECANCELED);
+        aborted += cl->last == ECONNABORTED;
         CHECK_EQ(cl->timedout, 0);
         CHECK_EQ(cl->started, cl->ok + 1);
         CHECK_EQ(cl->probe_expect, ECANCELED); /* hybrid: the stop finished the bound */
@@ -501,14 +507,14 @@ static void bound_stops(int hybrid)
         ok += cl->ok;
         calls += cl->started;
     }
-    canceled = WAITERS;
+    ended = WAITERS; /* each thread's last call */
     if (hybrid) {
         for (int i = 0; i < RUNNERS; i++) {
             CHECK(pthread_join(run[i], NULL) == 0);
             CHECK_EQ(run_rc[i], ECANCELED);
         }
     }
-    CHECK_EQ(lf_bound_join(&bb, &x, NULL), ECANCELED);
+    CHECK_EQ(lf_bound_join(&bb, &x, NULL), ECONNABORTED);
     lf_bound_ctx_destroy(&x);
     lft_store(&pr.mode, QUIT);
     CHECK(pthread_join(pr.t, NULL) == 0);
@@ -519,7 +525,7 @@ static void bound_stops(int hybrid)
     CHECK_EQ(s.own + s.handed_off, s.replies);
     CHECK(ok <= pr.answered);
     CHECK_EQ(s.timeouts + s.refused + s.skipped, 0ULL);
-    CHECK(s.stray <= (unsigned long long)canceled);
+    CHECK(s.stray <= (unsigned long long)ended);
     CHECK_EQ(s.in_flight, 0u);
     if (hybrid) {
         struct lf_reactor_stats rs = rst(&r);
@@ -534,7 +540,8 @@ static void bound_stops(int hybrid)
         close(sv[0]);
         c_calls += calls;
         c_ok += ok;
-        c_canceled += canceled;
+        c_canceled += ended - aborted;
+        c_aborted += aborted;
         c_stray += (long long)s.stray;
     } else {
         CHECK_EQ(s.failed, ECANCELED);
@@ -544,7 +551,8 @@ static void bound_stops(int hybrid)
         close(sv[0]);
         b_calls += calls;
         b_ok += ok;
-        b_canceled += canceled;
+        b_canceled += ended - aborted;
+        b_aborted += aborted;
         b_stray += (long long)s.stray;
     }
     close(sv[1]);
@@ -572,11 +580,11 @@ int main(void)
     }
     printf("t_reactor_shutdown %s/%s: %lld rounds in %.2f s; server stop: %lld calls = "
            "%lld ok + %lld timed out + %lld reset (%lld late replies stray); bound "
-           "shutdown: %lld calls = %lld ok + %lld cancelled (%lld stray); hybrid stop: "
-           "%lld calls = %lld ok + %lld cancelled (%lld stray)\n",
+           "shutdown: %lld calls = %lld ok + %lld aborted + %lld cancelled (%lld stray); "
+           "hybrid stop: %lld calls = %lld ok + %lld aborted + %lld cancelled (%lld stray)\n",
            lf_reactor_backend_name(), lf_promote_name(), rounds, lft_now() - t0, a_calls,
-           a_ok, a_timedout, a_reset, a_stray, b_calls, b_ok, b_canceled, b_stray, c_calls,
-           c_ok, c_canceled, c_stray);
+           a_ok, a_timedout, a_reset, a_stray, b_calls, b_ok, b_aborted, b_canceled, b_stray,
+           c_calls, c_ok, c_aborted, c_canceled, c_stray);
     lft_pass();
     return 0;
 }

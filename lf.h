@@ -198,6 +198,14 @@
  *     stale address: at worst a spurious wake-up of whoever waits there, which every
  *     wait in this header tolerates (the same trade glibc makes for its mutexes).
  *   - lf_pool_shutdown is final; make a new pool to start again.
+ *   - Thread cancellation (pthread_cancel) is not supported inside the pool yet: the
+ *     waits in lf_pool_lead and lf_pool_join (a source's wait, pthread_cond_wait with
+ *     LF_SYNC_PTHREAD and LF_PROMOTE_CONDVAR) are cancellation points with no
+ *     cleanup, so a thread cancelled there leaves its record in the pool (a leader
+ *     nobody replaces; with LF_SYNC_PTHREAD, the pool's mutex held) and shutdown or
+ *     destroy cannot finish. The same holds for lf_reactor.h's and lf_bound.h's
+ *     waits, which are these. To end pool threads, call lf_pool_shutdown (or
+ *     lf_reactor_stop) and join them; cancel a thread only outside these calls.
  */
 #ifndef LF_PROMOTE_LIFO
 /* The toolkit's version (all three headers share it; lf.pc and lfConfigVersion.cmake

@@ -226,6 +226,8 @@
  *   as often as it is read (expect, reply, withdraw), the case RCU does not help.
  *
  * LIMITS
+ *   - Not safe to cancel (pthread_cancel) a thread inside a call of this header that
+ *     waits: lf.h's LIMITS says why and what to do instead (stop, then join).
  *   - Request ids are the protocol's: do not reuse an id while a late reply to it may
  *     still come (a sequence number per connection avoids that).
  *   - read_body runs under the bound's mutex, as do the map operations.

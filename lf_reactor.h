@@ -413,6 +413,8 @@
  *             one queues the close, which a later turn runs like an event.
  *
  * LIMITS
+ *   - Not safe to cancel (pthread_cancel) a thread inside a call of this header that
+ *     waits: lf.h's LIMITS says why and what to do instead (stop, then join).
  *   - The fd table is an array indexed by fd, grown by doubling (copy, publish,
  *     reclaim the old one after a grace period): memory is O(highest fd).
  *   - poll/select rebuild their descriptor set from the table when they wait: O(n)

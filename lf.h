@@ -44,7 +44,9 @@
  *       LF_PROMOTE_FIFO     queue: the longest waiting follower (fairness; bound pools
  *                           whose replies come back in request order).
  *       LF_PROMOTE_HEAP     binary heap: highest lf_follower.priority first, FIFO among
- *                           equals (real time: bounds priority inversion).
+ *                           equals (real time: the pool's lock inherits priority, so a
+ *                           thread waits for it behind one critical section of lower
+ *                           priority at most; what stays unbounded: REAL TIME below).
  *       LF_PROMOTE_CONDVAR  one condition variable shared by all followers; the order
  *                           is whatever the pthread implementation picks.
  *     Any other value is a compile error. LIFO, FIFO and HEAP wake exactly the chosen
@@ -78,6 +80,10 @@
  * FUNCTIONS (all static inline; all thread-safe unless stated)
  *   int lf_pool_init(lf_pool *p)
  *       Initialise an empty pool. EINVAL for NULL; otherwise what pthread init returns.
+ *       LF_PROMOTE_HEAP makes the pool's lock with PTHREAD_PRIO_INHERIT where the
+ *       platform has it; a system that refuses it at run time (a kernel built without
+ *       PI futexes) gets a plain lock and a working pool: stats.prio_inherit says
+ *       which (see REAL TIME).
  *   int lf_pool_destroy(lf_pool *p)
  *       Release the pool. EBUSY while any thread leads, follows, processes or is joined;
  *       the pool is then untouched. Afterwards every entry point returns EINVAL.
@@ -131,8 +137,10 @@
  *       through s->interrupt, and every later lead/join returns ECANCELED. Idempotent.
  *       Callable from any thread, including a dispatch callback.
  *   int lf_pool_stats(lf_pool *p, struct lf_pool_stats *out)
- *       A consistent snapshot of the counters and of the current roles. (Like
- *       struct stat and stat(), the type and the function share a name.)
+ *       A consistent snapshot of the counters and of the current roles, and
+ *       out->prio_inherit: 1 if the pool's lock inherits priority (LF_PROMOTE_HEAP
+ *       where the system grants it), else 0. (Like struct stat and stat(), the type
+ *       and the function share a name.)
  *   const char *lf_promote_name(void) / const char *lf_sync_name(void)
  *       "LIFO", "FIFO", "HEAP" or "CONDVAR"; "futex" or "pthread".
  *   int lf_deadline_in(struct timespec *ts, long long ns)
@@ -188,6 +196,42 @@
  *   handles it and leads again before its follower ever runs, at the cost of one
  *   futex wake per promotion; when a handler blocks or runs long, the follower it
  *   promoted runs and leads, as the pattern promises.
+ *
+ * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
+ *   Bounded, when stats.prio_inherit is 1:
+ *   - The wait for the pool's lock. Every lf_pool_* call takes it; a thread blocked
+ *     on it lends its scheduling priority to the owner until the owner lets go, and
+ *     the lock then goes to the waiter of highest priority. So a thread waits, per
+ *     acquisition, for at most one critical section of a thread of lower priority
+ *     (the one under way when it asked), run at the waiter's priority: no thread of
+ *     middle priority can stretch it. (Threads of equal or higher priority ahead of
+ *     it are not an inversion.) Every critical section is a bounded amount of work
+ *     that never blocks: a few steps through the heap (O(log n) in the followers
+ *     parked) and, with LF_SYNC_PTHREAD, a condition-variable signal; lf_pool_shutdown
+ *     wakes every follower under it (O(n)) and calls s->interrupt (which must not
+ *     block).
+ *   - Who leads next: the parked follower of highest lf_follower.priority (FIFO
+ *     among equals); a takeover never takes a promotion from a follower of higher
+ *     priority.
+ *   Not bounded, by this lock or any other: leadership is a role, and nothing lends a
+ *   priority to the thread that holds it. A parked follower waits for the leader to
+ *   detect an event and promote, and from the promotion to its wake-up (the futex
+ *   wake that follows the unlock, or the signal) for the promoter: both run at their
+ *   own scheduling priority, and the follower sleeps on its own synchronizer, not on
+ *   the lock, so nothing raises them. A leader of low priority preempted by work of
+ *   middle priority delays its events and every follower, whatever their priority.
+ *   So give the threads of a real-time pool scheduling priorities above any work
+ *   that must not delay its events (lf_follower.priority only orders the followers;
+ *   the scheduling priority is the thread's, which the library never changes).
+ *   Only this pool's lock inherits: the locks lf_reactor.h and lf_bound.h add (the
+ *   registrations, timers and queued notifications; the reply map) are plain mutexes,
+ *   and so is the pool's lock under LIFO, FIFO and CONDVAR, which promise no order by
+ *   priority (a thread may wait there behind any number of promotions anyway) and
+ *   would pay for it: a contended lock that inherits goes through the kernel, which
+ *   hands it to the waiter (nobody barges in). HEAP's hand-off costs what it did with
+ *   LF_SYNC_FUTEX, whose woken follower needs no lock (about 0.3 us median in
+ *   bench/promote.c, two threads on two CPUs), and 5 us instead of 1.5 with
+ *   LF_SYNC_PTHREAD, whose woken follower takes the lock back at once.
  *
  * LIMITS
  *   - Followers parked at once: unlimited (intrusive links, no allocation at all).
@@ -296,6 +340,22 @@
  * which shows the clock but not pthread_condattr_setclock: both must be caught. */
 #if !defined(CLOCK_MONOTONIC) || (defined(_POSIX_C_SOURCE) && _POSIX_C_SOURCE < 200112L)
 #error "lf.h needs POSIX.1-2001: compile with -D_POSIX_C_SOURCE=200809L (or define _GNU_SOURCE / _DEFAULT_SOURCE)"
+#endif
+
+/* LF_PROMOTE_HEAP: the pool's lock inherits priority (REAL TIME in the doc block)
+ * where the platform has the option. _POSIX_THREAD_PRIO_INHERIT says so (-1: never;
+ * 0: ask at run time, which the refusal of the attribute does for us). musl has the
+ * option, and asks the kernel, but does not define the macro; its PTHREAD_PRIO_INHERIT
+ * is a macro (glibc's an enumerator), which tells us instead. */
+#if LF_PROMOTE == LF_PROMOTE_HEAP
+#include <unistd.h>
+#if defined(_POSIX_THREAD_PRIO_INHERIT)
+#if _POSIX_THREAD_PRIO_INHERIT >= 0
+#define LF__PRIO_INHERIT 1
+#endif
+#elif defined(PTHREAD_PRIO_INHERIT)
+#define LF__PRIO_INHERIT 1
+#endif
 #endif
 
 #ifndef LF_ASSERT
@@ -422,6 +482,9 @@ struct lf_pool_stats {
     unsigned joined;                      /* threads inside lf_pool_join, now (from
                                            * entry to return: a moment longer than
                                            * their roles) */
+    unsigned prio_inherit;                /* 1: the pool's lock inherits priority
+                                           * (LF_PROMOTE_HEAP, where the system grants
+                                           * it; see REAL TIME), 0: a plain lock */
 };
 
 /* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
@@ -473,7 +536,8 @@ struct LF__CFG(lf_pool) {
     lf_follower *lf__leader; /* NULL: the slot is vacant */
     LF__ATOMIC(int) lf__shutdown;
     unsigned lf__followers, lf__processing, lf__joined;
-    struct lf_pool_stats lf__stats; /* counters; the role counts are filled in by lf_pool_stats */
+    struct lf_pool_stats lf__stats; /* counters and prio_inherit; the role counts are
+                                     * filled in by lf_pool_stats */
 #if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
     lf_follower *lf__first, *lf__last;
 #elif LF_PROMOTE == LF_PROMOTE_HEAP
@@ -996,13 +1060,36 @@ static inline void lf_follower_destroy(lf_follower *f)
         lf__sync_destroy(f);
 }
 
+/* The pool's lock: with priority inheritance under LF_PROMOTE_HEAP (REAL TIME in the
+ * doc block), plain otherwise. A refusal is not an error: glibc (ENOTSUP from
+ * pthread_mutex_init) and musl (from setprotocol) refuse the attribute when the kernel
+ * has no PI futexes (CONFIG_FUTEX_PI off), and a HEAP pool still orders its followers
+ * then; stats.prio_inherit tells a program that needs more. */
+static inline int lf__lock_init(pthread_mutex_t *m, unsigned *inherits)
+{
+    *inherits = 0;
+#ifdef LF__PRIO_INHERIT
+    pthread_mutexattr_t a;
+    if (pthread_mutexattr_init(&a) == 0) {
+        if (pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT) == 0 &&
+            pthread_mutex_init(m, &a) == 0)
+            *inherits = 1;
+        pthread_mutexattr_destroy(&a);
+        if (*inherits)
+            return 0;
+    }
+#endif
+    return pthread_mutex_init(m, NULL);
+}
+
 static inline int lf_pool_init(lf_pool *p)
 {
     int rc;
+    unsigned inherits;
 
     if (p == NULL)
         return EINVAL;
-    rc = pthread_mutex_init(&p->lf__lock, NULL);
+    rc = lf__lock_init(&p->lf__lock, &inherits);
     if (rc)
         return rc;
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
@@ -1023,6 +1110,7 @@ static inline int lf_pool_init(lf_pool *p)
     p->lf__stats.notifications = p->lf__stats.takeovers = 0;
     p->lf__stats.leader = p->lf__stats.followers = 0;
     p->lf__stats.processing = p->lf__stats.joined = 0;
+    p->lf__stats.prio_inherit = inherits;
     p->lf__tag = LF__TAG;
     return 0;
 }

@@ -73,22 +73,27 @@
  *                  timeout is, by design, a reply nobody waits for).
  *   user           passed to the hooks.
  *
- * RESULTS of lf_bound_join (and lf_bound_call); each means one thing
+ * RESULTS of lf_bound_join (and lf_bound_call)
  *   0           the reply is in the context: c->len bytes (the body length).
  *   ETIMEDOUT   the deadline passed first. The context is withdrawn: a reply that
  *               arrives later is skipped and counted in stats.stray, never written
  *               into the context (which may already hold the next request).
- *   ECANCELED   nothing of the request went out: the call found the bound shut down
- *               (lf_bound_shutdown; hybrid: also lf_reactor_stop, seen at once)
- *               before it wrote a byte. Or lf_bound_cancel(b, c) from any thread,
- *               which ends the wait only: a request already written stays written.
+ *   ECANCELED   two causes. The call found the bound shut down (lf_bound_shutdown;
+ *               hybrid: also lf_reactor_stop, seen at once) before it wrote a byte:
+ *               nothing of the request went out. Or lf_bound_cancel(b, c) from any
+ *               thread, which ends the wait only: the request may have gone out
+ *               (also when the cancel came between expect and the send), so after a
+ *               cancel of your own ECANCELED does not mean "not sent".
  *   ECONNABORTED
  *               the request went out, wholly or in part, and the bound was shut down
  *               (as above) before its reply came: the server may have applied it; the
  *               reply will not be read. A shutdown never says ECANCELED for a request
  *               lf_bound_call wrote. (A join whose request you sent yourself gets
  *               ECONNABORTED too: the bound cannot tell whether that send came, and
- *               says the safe thing; your lf_bound_send's result tells.)
+ *               says the safe thing; your lf_bound_send's result tells.) Hybrid,
+ *               also when the reactor can no longer be turned for this wait (put in
+ *               a group after lf_bound_attach; c's follower record in use by
+ *               another thread): the wait is given up, the request may be out.
  *   ECONNRESET  the connection ended (EOF, or a read error) before this reply came.
  *               Every reply that arrived before the end is delivered; the waiters
  *               still waiting then get ECONNRESET, and later calls too.
@@ -200,7 +205,11 @@
  *   writes nothing and returns ECANCELED; waiters get ECONNABORTED, and a call that
  *   overlaps the stop reports its request as sent (0, ECONNABORTED) or not
  *   (ECANCELED), as under lf_bound_shutdown.
- *   Teardown: lf_bound_destroy and lf_reactor_destroy may come in either order. The
+ *   Teardown: lf_bound_destroy and lf_reactor_destroy may come in either order, but
+ *   the reactor's storage must stay valid (destroyed is fine, freed is not) until
+ *   lf_bound_destroy returns: expect, send, join and stats look at the reactor to
+ *   learn of its stop, and must not race its destroy either (call them after the
+ *   destroy, or stop the reactor and let them return first). The
  *   bound's handler in the reactor is shared by both and freed by the last to let
  *   go; lf_bound_destroy takes it out of the reactor (unless a failure or the
  *   reactor's destroy did) and waits only for a dispatch that is reading into b.
@@ -451,7 +460,8 @@ static inline void lf__bound_finish(lf_bound *b, lf_bound_ctx *c, int result, in
 
 /* The connection is finished (lock held): err is what every later call says, and
  * every context in flight gets it too, but for a shutdown (err ECANCELED:
- * lf_bound_shutdown, or the hybrid reactor's stop). ECANCELED promises "not sent",
+ * lf_bound_shutdown, or the hybrid reactor's stop). A shutdown's ECANCELED promises
+ * "not sent",
  * and a context in flight may wait for a request that went out (lf_bound_call's
  * did, or is going out: it expects first; after a bare lf_bound_send the bound
  * cannot tell), so those get ECONNABORTED: the reply will not be read, the server

@@ -2552,12 +2552,13 @@ static inline int lf_reactor_turn(lf_reactor *r, lf_follower *self, const struct
     if (r->lf__concurrent)
         return ENOTSUP; /* no leader slot: lf_reactor_wake could not single self out */
     if (self == NULL) {
-        if (lf__load(&r->lf__group, seq_cst) != NULL)
-            return EBUSY;
         /* after stop a turn returns ECANCELED at once: say so without taking one
          * (lf_bound.h asks before every write, so that no request goes out that
-         * nobody would read the reply to) */
-        return lf__load(&r->lf__stopped, seq_cst) ? ECANCELED : 0;
+         * nobody would read the reply to), and before EBUSY: a stopped reactor put
+         * in a group is stopped all the same */
+        if (lf__load(&r->lf__stopped, seq_cst))
+            return ECANCELED;
+        return lf__load(&r->lf__group, seq_cst) != NULL ? EBUSY : 0;
     }
     if ((rc = lf__enter(r)) != 0)
         return rc;

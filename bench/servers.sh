@@ -250,10 +250,12 @@ table "$first" "$work_shape" "$rows.core" "$results/servers-work.raw"
 # busy loop at nice 0, as a log shipper, a compile or a batch job would be)
 sh -c 'while :; do :; done' &
 hog=$!
+trap 'kill $hog 2>/dev/null; stop_all' EXIT INT TERM
 : >"$results/servers-hog.raw"
 table "$first" "$work" "$rows.core" "$results/servers-hog.raw"
 kill "$hog"
 wait "$hog" 2>/dev/null || true
+trap 'stop_all' EXIT INT TERM
 
 # -- the scaling rows: CPU per request as connections grow -------------------------------
 scale_rows="lf.oneshot.epoll lf.LIFO.epoll lf.LIFO.poll lf.concurrent.epoll asio ace.devpoll hshr floor"

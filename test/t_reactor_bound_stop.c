@@ -355,6 +355,36 @@ static void a_destroyed(void)
     CHECK_EQ(lft_load(&pr.bytes), before);
 }
 
+/* The reactor put in a group after lf_bound_attach, then stopped: a stopped reactor
+ * is stopped, grouped or not, and the bound writes nothing. */
+static void a_grouped(void)
+{
+    unsigned char req[HDR + SMALL_MAX], buf[16];
+    lf_reactor *sets[1];
+    lf_reactor_group g;
+    lf_bound_ctx c;
+    long long before;
+    size_t n;
+
+    up(1, 0, 0, 1, 1);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
+    n = request(req, 1, 10);
+    CHECK_EQ(lf_bound_call(&b, &c, 1, req, n, NULL), 0);
+    AWAIT(lft_load(&pr.whole) == 1, "the peer to have read the request");
+    before = lft_load(&pr.bytes);
+    sets[0] = &r;
+    CHECK_EQ(lf_reactor_group_init(&g, sets, 1), 0);
+    CHECK_EQ(lf_reactor_stop(&r), 0);
+    CHECK_EQ(lf_bound_send(&b, req, n), ECANCELED);
+    CHECK_EQ(lf_bound_call(&b, &c, 2, req, n, NULL), ECANCELED);
+    lf_bound_ctx_destroy(&c);
+    CHECK_EQ(lf_reactor_group_destroy(&g), 0);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    peer_finish();
+    CHECK_EQ(lft_load(&pr.bytes), before);
+}
+
 static void part_a(void)
 {
     for (int hybrid = 1; hybrid >= 0; hybrid--)
@@ -364,7 +394,9 @@ static void part_a(void)
                 lft_progress();
             }
     a_destroyed();
-    printf("  A: after the stop (hybrid, 0 and 2 runners; also a destroy) and the "
+    a_grouped();
+    printf("  A: after the stop (hybrid, 0 and 2 runners; also a destroy, and a stop of a "
+           "reactor grouped after the attach) and the "
            "shutdown (bare), expect/send/send_until/call say ECANCELED and write "
            "nothing\n");
 }

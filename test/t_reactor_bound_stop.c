@@ -331,33 +331,10 @@ static void a_round(int hybrid, int runners, int first)
     CHECK_EQ(pr.tail, 0u);
 }
 
-/* The reactor destroyed (not stopped first) before the bound: the same. */
-static void a_destroyed(void)
-{
-    unsigned char req[HDR + SMALL_MAX], buf[16];
-    lf_bound_ctx c;
-    long long before;
-    size_t n;
-
-    up(1, 0, 0, 1, 1);
-    CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
-    n = request(req, 1, 10);
-    CHECK_EQ(lf_bound_call(&b, &c, 1, req, n, NULL), 0);
-    AWAIT(lft_load(&pr.whole) == 1, "the peer to have read the request");
-    before = lft_load(&pr.bytes);
-    CHECK_EQ(lf_reactor_destroy(&r), 0);
-    CHECK_EQ(lf_bound_send(&b, req, n), ECANCELED);
-    CHECK_EQ(lf_bound_expect(&b, &c, 2), ECANCELED);
-    CHECK_EQ(lf_bound_call(&b, &c, 3, req, n, NULL), ECANCELED);
-    lf_bound_ctx_destroy(&c);
-    CHECK_EQ(lf_bound_destroy(&b), 0);
-    peer_finish();
-    CHECK_EQ(lft_load(&pr.bytes), before);
-}
-
-/* The reactor put in a group after lf_bound_attach, then stopped: a stopped reactor
- * is stopped, grouped or not, and the bound writes nothing. */
-static void a_grouped(void)
+/* A hybrid bound that answered one call, its reactor then ended by how (0: destroyed,
+ * 1: put in a group after the attach and stopped, grouped or not a stopped reactor
+ * is stopped): the bound writes nothing after it. */
+static void a_ended(int how)
 {
     unsigned char req[HDR + SMALL_MAX], buf[16];
     lf_reactor *sets[1];
@@ -372,15 +349,22 @@ static void a_grouped(void)
     CHECK_EQ(lf_bound_call(&b, &c, 1, req, n, NULL), 0);
     AWAIT(lft_load(&pr.whole) == 1, "the peer to have read the request");
     before = lft_load(&pr.bytes);
-    sets[0] = &r;
-    CHECK_EQ(lf_reactor_group_init(&g, sets, 1), 0);
-    CHECK_EQ(lf_reactor_stop(&r), 0);
+    if (how == 0) {
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
+    } else {
+        sets[0] = &r;
+        CHECK_EQ(lf_reactor_group_init(&g, sets, 1), 0);
+        CHECK_EQ(lf_reactor_stop(&r), 0);
+    }
     CHECK_EQ(lf_bound_send(&b, req, n), ECANCELED);
-    CHECK_EQ(lf_bound_call(&b, &c, 2, req, n, NULL), ECANCELED);
+    CHECK_EQ(lf_bound_expect(&b, &c, 2), ECANCELED);
+    CHECK_EQ(lf_bound_call(&b, &c, 3, req, n, NULL), ECANCELED);
     lf_bound_ctx_destroy(&c);
-    CHECK_EQ(lf_reactor_group_destroy(&g), 0);
+    if (how == 1)
+        CHECK_EQ(lf_reactor_group_destroy(&g), 0);
     CHECK_EQ(lf_bound_destroy(&b), 0);
-    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    if (how == 1)
+        CHECK_EQ(lf_reactor_destroy(&r), 0);
     peer_finish();
     CHECK_EQ(lft_load(&pr.bytes), before);
 }
@@ -393,8 +377,8 @@ static void part_a(void)
                 a_round(hybrid, runners, first);
                 lft_progress();
             }
-    a_destroyed();
-    a_grouped();
+    a_ended(0);
+    a_ended(1);
     printf("  A: after the stop (hybrid, 0 and 2 runners; also a destroy, and a stop of a "
            "reactor grouped after the attach) and the "
            "shutdown (bare), expect/send/send_until/call say ECANCELED and write "

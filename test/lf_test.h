@@ -5,6 +5,7 @@
 #define LF_TEST_H_INCLUDED
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,6 +201,26 @@ static inline unsigned long long lft_rand(unsigned long long *s)
     *s ^= *s >> 27;
     return *s * 2685821657736338717ULL;
 }
+
+/* 1 if fd has something to read now (or its end), without waiting. */
+static inline int lft_readable(int fd)
+{
+    struct pollfd p;
+    p.fd = fd;
+    p.events = POLLIN;
+    p.revents = 0;
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+/* LFT_TSAN: defined in a ThreadSanitizer build (gcc says so with a macro, clang with
+ * __has_feature), for the tests that must treat TSan's own machinery specially. */
+#if defined(__SANITIZE_THREAD__)
+#define LFT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LFT_TSAN 1
+#endif
+#endif
 
 static inline void lft_pass(void)
 {

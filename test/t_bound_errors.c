@@ -913,15 +913,6 @@ static void *big_caller(void *arg)
     return NULL;
 }
 
-static int readable(int fd)
-{
-    struct pollfd p;
-    p.fd = fd;
-    p.events = POLLIN;
-    p.revents = 0;
-    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
 static void drain(int fd)
 {
     unsigned char sink[65536];
@@ -946,7 +937,7 @@ static void shutdown_parked(void)
     big_b = &k.b;
     lft_store(&big_done, 0);
     CHECK(pthread_create(&big, NULL, big_caller, NULL) == 0);
-    AWAIT(readable(k.srv), "the big request to start arriving");
+    AWAIT(lft_readable(k.srv), "the big request to start arriving");
     start(&cl[0], &k, 100, BUFSZ, 0);
     AWAIT(bst(&k.b).pool.leader == 1, "the first client to lead");
     for (int i = 1; i < PARKED; i++)
@@ -972,7 +963,7 @@ static void shutdown_parked(void)
     CHECK_EQ(lf_bound_expect(&k.b, &y, 2), ECANCELED);
     CHECK_EQ(lf_bound_send(&k.b, "z", 1), ECANCELED);
     CHECK_EQ(lf_bound_call(&k.b, &y, 3, "z", 1, NULL), ECANCELED);
-    CHECK(!readable(k.srv));
+    CHECK(!lft_readable(k.srv));
     lf_bound_ctx_destroy(&x);
     lf_bound_ctx_destroy(&y);
 

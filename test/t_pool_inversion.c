@@ -73,13 +73,6 @@
 #define HEAP 0
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-#define LFT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LFT_TSAN 1
-#endif
-#endif
 #ifdef LFT_TSAN
 /* ThreadSanitizer's deadlock detector keeps its books for every pthread_mutex_lock
  * and unlock under locks of its own, which inherit nothing: L preempted there makes H

@@ -7,7 +7,7 @@
  * holds it, and at the end says exactly which requests it received, whole or as a
  * cut-off tail. Three parts (argument A, B or C runs one; none: all):
  *
- * - A, the outside review's bug. A hybrid bound whose reactor is stopped while no
+ * - A, the bug this test was written for. A hybrid bound whose reactor is stopped while no
  *   waiter of the bound is inside it (lf_reactor_run threads, or nobody, turn it;
  *   the usual case): the bound used to learn of the stop only when one of its own
  *   waiters turned the reactor, so lf_bound_expect and lf_bound_send returned 0 and
@@ -403,15 +403,6 @@ static void *b_caller(void *arg)
     return NULL;
 }
 
-static int readable(int fd)
-{
-    struct pollfd p;
-    p.fd = fd;
-    p.events = POLLIN;
-    p.revents = 0;
-    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
 /* held: the peer received the request and holds its answer; cut: the request is
  * cut part-way (the peer reads nothing until the call returned). */
 static void b_round(int hybrid, int cut)
@@ -430,7 +421,7 @@ static void b_round(int hybrid, int cut)
     lft_store(&b_rc, -1);
     CHECK(pthread_create(&t, NULL, b_caller, NULL) == 0);
     if (cut)
-        AWAIT(readable(sv[1]), "the big request to start arriving");
+        AWAIT(lft_readable(sv[1]), "the big request to start arriving");
     else
         AWAIT(lft_load(&pr.whole) == 1 && bst().in_flight == 2,
               "the peer to hold the request, its caller to wait");

@@ -481,13 +481,6 @@ static void queued_pair(void)
 #endif
 
 /* ------------------------------------------------------------------ 8 */
-#if defined(__SANITIZE_THREAD__)
-#define LFT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LFT_TSAN 1
-#endif
-#endif
 #ifndef LFT_TSAN
 
 /* In the child: a reactor of its own, an event through it, a removal whose close

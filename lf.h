@@ -242,14 +242,29 @@
  *     stale address: at worst a spurious wake-up of whoever waits there, which every
  *     wait in this header tolerates (the same trade glibc makes for its mutexes).
  *   - lf_pool_shutdown is final; make a new pool to start again.
- *   - Thread cancellation (pthread_cancel) is not supported inside the pool yet: the
- *     waits in lf_pool_lead and lf_pool_join (a source's wait, pthread_cond_wait with
- *     LF_SYNC_PTHREAD and LF_PROMOTE_CONDVAR) are cancellation points with no
- *     cleanup, so a thread cancelled there leaves its record in the pool (a leader
- *     nobody replaces; with LF_SYNC_PTHREAD, the pool's mutex held) and shutdown or
- *     destroy cannot finish. The same holds for lf_reactor.h's and lf_bound.h's
- *     waits, which are these. To end pool threads, call lf_pool_shutdown (or
- *     lf_reactor_stop) and join them; cancel a thread only outside these calls.
+ *
+ * CANCELLATION (pthread_cancel; deferred, the default type)
+ *   The pool's waits are cancellation points and clean up after themselves, so the
+ *   usual "cancel the workers, then join them" leaves a pool that works on, and
+ *   lf_pool_shutdown and lf_pool_destroy finish as they would have:
+ *     a parked follower (lf_pool_lead, lf_pool_join)  leaves the follower set; if it
+ *         was promoted in the meantime it hands the slot on, as lf_pool_leave does
+ *         (the futex park turns cancellation asynchronous for its one system call,
+ *         as libc does around its own; nothing else runs that way);
+ *     the leader in the source's wait, a thread in dispatch (lf_pool_join)  hands
+ *         the slot on (or stops counting as processing) and leaves the pool; the
+ *         source's own wait and dispatch are cancellation points if they contain
+ *         one, and they are yours to clean up (pthread_cleanup_push).
+ *   stats.cancelled counts them. Nothing else in this header is a cancellation point:
+ *   lf_pool_shutdown runs s->interrupt with cancellation disabled (it is called under
+ *   the pool's lock) and then restores the caller's state; every other call takes
+ *   only the pool's lock. A thread that leads after lf_pool_lead returned, or
+ *   processes after lf_pool_promote, is yours: give the role back in your own
+ *   cleanup handler (lf_pool_leave). Cancellation type asynchronous (switched on by
+ *   you) is supported nowhere in these headers: no lock is async-cancel-safe.
+ *   The follower record must stay valid until the cleanup is done, which it is when
+ *   it lives on the cancelled thread's stack. lf_reactor.h and lf_bound.h add their
+ *   own waits to the list and say how each cleans up.
  */
 #ifndef LF_PROMOTE_LIFO
 /* The toolkit's version (all three headers share it; lf.pc and lfConfigVersion.cmake
@@ -485,6 +500,8 @@ struct lf_pool_stats {
     unsigned prio_inherit;                /* 1: the pool's lock inherits priority
                                            * (LF_PROMOTE_HEAP, where the system grants
                                            * it; see REAL TIME), 0: a plain lock */
+    unsigned long long cancelled;         /* threads cancelled inside lf_pool_lead or
+                                           * lf_pool_join (see CANCELLATION) */
 };
 
 /* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
@@ -766,7 +783,7 @@ static inline void lf__sync_destroy(lf_follower *f)
  * for a 64-bit time_t (the time64 ABIs), so there we pass the kernel's 64-bit layout
  * to SYS_futex_time64 (Linux 5.1; some 32-bit architectures have nothing else), and
  * fall back to SYS_futex only for a 32-bit time_t on an older kernel. */
-static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadline)
+static inline long lf__futex_wait_raw(lf_follower *f, const struct timespec *deadline)
 {
 #if defined(SYS_futex_time64) && UINTPTR_MAX == 0xffffffffu
     struct {
@@ -790,6 +807,24 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
     return lf__syscall(SYS_futex, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
                        LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
 #endif
+}
+
+/* The park is a cancellation point, as pthread_cond_wait is (CANCELLATION in the doc
+ * block), but a raw system call is not one to libc: so asynchronous cancellation for
+ * the system call alone, which is what libc does around its own blocking calls. Every
+ * instruction of that window leaves the follower's state for the cleanup to read under
+ * the lock (lf__unpark). The caller's type is back before anything else runs. */
+static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadline)
+{
+    int type, err;
+    long rc;
+
+    pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+    rc = lf__futex_wait_raw(f, deadline);
+    err = errno;
+    pthread_setcanceltype(type, &type);
+    errno = err;
+    return rc;
 }
 
 /* FUTEX_WAKE has no time in it: SYS_futex where there is one. */
@@ -1168,6 +1203,96 @@ static inline lf_follower *lf__handoff(lf_pool *p)
 #endif
 }
 
+/* CANCELLATION: a system call that POSIX makes a cancellation point but that is not
+ * one of our waits (a write to a wake-up descriptor, a close, a request's write) runs
+ * between these two, so a cancel cannot end the thread with a lock held or half a
+ * request on the wire; the caller's state is back before any of its code runs.
+ * (Neither is a cancellation point.) */
+static inline int lf__nocancel_begin(void)
+{
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    return cs;
+}
+
+static inline void lf__nocancel_end(int cs)
+{
+    pthread_setcancelstate(cs, &cs);
+}
+
+/* CANCELLATION of a parked follower (the cleanup handler of its wait). The futex
+ * park waits without the lock; pthread_cond_wait takes it back before the cleanup
+ * runs. Under the lock the follower's role is final: still parked, it leaves the
+ * follower set; promoted meanwhile (the slot is its own), it hands the slot on as
+ * lf_pool_leave would; notified or shut down, it has nothing left to give back. */
+typedef struct lf__park_guard {
+    lf_pool *p;
+    lf_follower *f;
+} lf__park_guard;
+
+static inline void lf__unpark(void *arg)
+{
+    lf_pool *p = ((lf__park_guard *)arg)->p;
+    lf_follower *f = ((lf__park_guard *)arg)->f;
+    lf_follower *next = NULL;
+
+#if LF_SYNC == LF_SYNC_FUTEX && LF_PROMOTE != LF_PROMOTE_CONDVAR
+    pthread_mutex_lock(&p->lf__lock);
+#endif
+    p->lf__stats.cancelled++;
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+    p->lf__followers--;
+    /* the signal for a reserved slot may have come to us: pass it on */
+    if (p->lf__leader == NULL && p->lf__reserved) {
+        if (p->lf__followers)
+            pthread_cond_signal(&p->lf__cond);
+        else
+            p->lf__reserved = 0;
+    }
+#else
+    if (f->lf__role == LF__FOLLOWER) {
+        lf__set_remove(p, f);
+        p->lf__followers--;
+    } else if (f->lf__role == LF__LEADER) {
+        LF_ASSERT(p->lf__leader == f);
+        next = lf__handoff(p);
+    }
+#endif
+    f->lf__role = LF__NONE;
+    pthread_mutex_unlock(&p->lf__lock);
+    if (next)
+        lf__post_unlocked(next);
+}
+
+#if LF_PROMOTE == LF_PROMOTE_CONDVAR
+/* One wait of a CONDVAR follower, with its cleanup (its own function: nothing here
+ * changes after the cleanup is pushed). */
+static inline int lf__cv_wait(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+{
+    lf__park_guard g;
+    int rc;
+    g.p = p;
+    g.f = f;
+    pthread_cleanup_push(lf__unpark, &g);
+    rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
+                  : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
+    pthread_cleanup_pop(0);
+    return rc;
+}
+#else
+static inline int lf__park_guarded(lf_pool *p, lf_follower *f, const struct timespec *deadline)
+{
+    lf__park_guard g;
+    int rc;
+    g.p = p;
+    g.f = f;
+    pthread_cleanup_push(lf__unpark, &g);
+    rc = lf__park(p, f, deadline);
+    pthread_cleanup_pop(0);
+    return rc;
+}
+#endif
+
 /* Wait as a follower until promoted (0), shut down (ECANCELED) or out of time
  * (ETIMEDOUT). Entered with the lock held and the slot taken; returns unlocked. */
 static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *deadline)
@@ -1180,8 +1305,7 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
     int newcomer = 1;
     while ((p->lf__leader != NULL || newcomer) && !lf__load(&p->lf__shutdown, relaxed) &&
            !f->lf__notified) {
-        int rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
-                          : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
+        int rc = lf__cv_wait(p, f, deadline);
         newcomer = 0;
         /* out of time, but a vacant slot is taken anyway: it may be reserved for us */
         if (rc == ETIMEDOUT && p->lf__leader != NULL && !lf__load(&p->lf__shutdown, relaxed) &&
@@ -1222,7 +1346,7 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
 #else
     lf__store(&f->lf__word, (uint32_t)LF__WAITING, relaxed);
     lf__set_push(p, f);
-    if (lf__park(p, f, deadline) == ETIMEDOUT) {
+    if (lf__park_guarded(p, f, deadline) == ETIMEDOUT) {
         /* lock held: the verdict is final now. Still waiting means nobody chose us. */
         if (lf__load(&f->lf__word, relaxed) == LF__WAITING) {
             lf__set_remove(p, f);
@@ -1454,8 +1578,13 @@ static inline int lf_pool_shutdown(lf_pool *p)
         lf__post_unlocked(f); /* under the lock here: shutdown is not a hot path */
     }
 #endif
-    if (p->lf__leader && p->lf__leader->lf__src && p->lf__leader->lf__src->interrupt)
+    if (p->lf__leader && p->lf__leader->lf__src && p->lf__leader->lf__src->interrupt) {
+        /* under the lock: a cancellation point in it (a write to a wake-up descriptor)
+         * must not end us here (CANCELLATION) */
+        int cs = lf__nocancel_begin();
         p->lf__leader->lf__src->interrupt(p->lf__leader->lf__src->ctx);
+        lf__nocancel_end(cs);
+    }
     pthread_mutex_unlock(&p->lf__lock);
     return 0;
 }
@@ -1497,24 +1626,49 @@ static inline void lf__sched_restore(int changed)
 #endif
 }
 
-/* Contract: any thread with its own follower record; s must outlive the call.
- * See the doc block for the loop and its results. */
-static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
-                               const struct timespec *deadline)
-{
-    int rc, batch;
+/* CANCELLATION of a joined thread, wherever it is in the loop: as leader in the
+ * source's wait, processing in its dispatch (a parked follower left its set in
+ * lf__unpark first). It gives its role back as lf_pool_leave does and leaves. */
+typedef struct lf__join_guard {
+    lf_pool *p;
+    lf_follower *f;
+    const lf_source *s;
+    const struct timespec *deadline;
+    int batch;
+    int rc;
+} lf__join_guard;
 
-    if (!lf__args_ok(p, f) || s == NULL || s->wait == NULL || s->dispatch == NULL ||
-        !lf__deadline_ok(deadline))
-        return EINVAL;
+static inline void lf__join_cancelled(void *arg)
+{
+    lf__join_guard *j = (lf__join_guard *)arg;
+    lf_pool *p = j->p;
+    lf_follower *f = j->f, *next = NULL;
+
     pthread_mutex_lock(&p->lf__lock);
-    if (f->lf__role != LF__NONE) {
-        pthread_mutex_unlock(&p->lf__lock);
-        return EINVAL;
+    if (f->lf__role == LF__LEADER) {
+        LF_ASSERT(p->lf__leader == f);
+        next = lf__handoff(p);
+    } else if (f->lf__role == LF__PROCESSING) {
+        p->lf__processing--;
     }
-    p->lf__joined++;
+    if (f->lf__role != LF__NONE) /* (a parked follower was counted by lf__unpark) */
+        p->lf__stats.cancelled++;
+    f->lf__role = LF__NONE;
+    p->lf__joined--;
     pthread_mutex_unlock(&p->lf__lock);
-    batch = lf__sched_batch();
+    if (next)
+        lf__post_unlocked(next);
+    lf__sched_restore(j->batch);
+}
+
+/* The loop of lf_pool_join (its own function: the cleanup is pushed around it). */
+static inline void lf__join_loop(lf__join_guard *j)
+{
+    lf_pool *p = j->p;
+    lf_follower *f = j->f;
+    const lf_source *s = j->s;
+    const struct timespec *deadline = j->deadline;
+    int rc;
 
     while ((rc = lf__lead(p, f, s, deadline, 0)) == 0) {
         lf_event ev;
@@ -1554,12 +1708,41 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
             }
         }
     }
+    j->rc = rc;
+}
 
-    lf__sched_restore(batch);
+/* Contract: any thread with its own follower record; s must outlive the call.
+ * See the doc block for the loop and its results. */
+static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
+                               const struct timespec *deadline)
+{
+    lf__join_guard j;
+
+    if (!lf__args_ok(p, f) || s == NULL || s->wait == NULL || s->dispatch == NULL ||
+        !lf__deadline_ok(deadline))
+        return EINVAL;
+    pthread_mutex_lock(&p->lf__lock);
+    if (f->lf__role != LF__NONE) {
+        pthread_mutex_unlock(&p->lf__lock);
+        return EINVAL;
+    }
+    p->lf__joined++;
+    pthread_mutex_unlock(&p->lf__lock);
+    j.p = p;
+    j.f = f;
+    j.s = s;
+    j.deadline = deadline;
+    j.batch = lf__sched_batch();
+    j.rc = 0;
+    pthread_cleanup_push(lf__join_cancelled, &j);
+    lf__join_loop(&j);
+    pthread_cleanup_pop(0);
+
+    lf__sched_restore(j.batch);
     pthread_mutex_lock(&p->lf__lock);
     p->lf__joined--;
     pthread_mutex_unlock(&p->lf__lock);
-    return rc;
+    return j.rc;
 }
 
 /* The *_stats functions share their names with their structs, as stat() does with

@@ -412,9 +412,30 @@
  *             grace period after its removal (liburcu's call_rcu) or its owner. That
  *             one queues the close, which a later turn runs like an event.
  *
+ * CANCELLATION (pthread_cancel, deferred; lf.h's CANCELLATION holds as well)
+ *   Cancel a thread that runs the reactor and join it: the reactor goes on with the
+ *   other threads, and lf_reactor_stop, the joins and lf_reactor_destroy work as
+ *   before. Where a cancel takes effect, and what is put right:
+ *     the wait for events (epoll_wait, poll, select) in lf_reactor_run,
+ *         lf_reactor_handle_events, lf_reactor_turn, lf_reactor_group_run
+ *         the handles epoll reported to the cancelled thread (their one-shot arms
+ *         taken) go to the ready queue, so no event is lost; the leadership goes on
+ *     a follower's park, the group's wait for a set          as lf.h says
+ *     inside handle_event (wherever your code has a cancellation point)
+ *         the handler is removed, as if it had returned LF_REMOVE (also when it had
+ *         reactivated itself), its timers with it; handle_close comes as after any
+ *         removal, on a thread that turns the reactor or in lf_reactor_destroy, and
+ *         the fd is closed if the reactor owns it. stats.cancelled counts these.
+ *     inside handle_close                 the close completes (fd closed, counted)
+ *   Nothing else of this header is a cancellation point: the writes and reads of the
+ *   wake-up descriptor and the closes it makes run with cancellation disabled (a
+ *   kick lost to a cancel would leave a sleeping leader asleep), and the caller's
+ *   state is back before its code runs. Your own cleanup handlers in a hook run
+ *   before the reactor's, as cleanup handlers do. Wherever a cancelled thread held a
+ *   handler of its own outside a hook (a deactivated handler it meant to
+ *   reactivate), that is yours to put right in your own cleanup handler.
+ *
  * LIMITS
- *   - Not safe to cancel (pthread_cancel) a thread inside a call of this header that
- *     waits: lf.h's LIMITS says why and what to do instead (stop, then join).
  *   - The fd table is an array indexed by fd, grown by doubling (copy, publish,
  *     reclaim the old one after a grace period): memory is O(highest fd).
  *   - poll/select rebuild their descriptor set from the table when they wait: O(n)
@@ -600,6 +621,8 @@ struct lf_reactor_stats {
                                     * LF_KEEP on an edge-triggered one: one, report or
                                     * not), lf_reactor_modify from other threads, and the
                                     * repeats when an interest changed during a call */
+    unsigned long long cancelled;  /* handlers removed because their thread was cancelled
+                                    * inside handle_event (see CANCELLATION) */
     unsigned waiting;              /* threads blocked (or about to block) in the wait, now */
     struct lf_pool_stats pool;
 };
@@ -685,7 +708,7 @@ struct LF__RCFG(lf_reactor) {
     /* counters (relaxed atomics: statistics only) */
     LF__ALIGN8 LF__ATOMIC(unsigned long long) lf__n_dispatched, lf__n_stale, lf__n_deferred,
         lf__n_timers, lf__n_notified, lf__n_kicks, lf__n_registered, lf__n_removed,
-        lf__n_closed, lf__n_rearm_failed, lf__n_rearmed;
+        lf__n_closed, lf__n_rearm_failed, lf__n_rearmed, lf__n_cancelled;
 };
 
 /* Several handle sets, each with its own leader, sharing one pool of threads. The
@@ -967,17 +990,26 @@ static inline int lf__wake_open(lf_reactor *r)
 
 static inline void lf__wake_close(lf_reactor *r)
 {
+    int cs = lf__nocancel_begin();
     close(r->lf__wakefd[0]);
     if (r->lf__wakefd[1] != r->lf__wakefd[0])
         close(r->lf__wakefd[1]);
+    lf__nocancel_end(cs);
 }
 
-/* Make the descriptor readable (async-signal-safe: one write). */
+/* Make the descriptor readable (async-signal-safe: one write). Not a cancellation
+ * point (CANCELLATION): a kick marked pending but never written would be lost for
+ * good. pthread_setcancelstate is not on POSIX's list of async-signal-safe
+ * functions; glibc and musl make it an update of the calling thread's own flags,
+ * which a signal handler may do, and a cancellation point inside lf_reactor_stop's
+ * signal handler would be worse. */
 static inline void lf__wake_write(lf_reactor *r)
 {
     static const uint64_t one = 1;
+    int cs = lf__nocancel_begin();
     /* EAGAIN: the counter (or the pipe) is full, so it is readable anyway */
     ssize_t n = write(r->lf__wakefd[1], &one, r->lf__wakefd[0] == r->lf__wakefd[1] ? sizeof one : 1);
+    lf__nocancel_end(cs);
     (void)n;
 }
 
@@ -1003,8 +1035,10 @@ static inline void lf__kick_if_sleeping(lf_reactor *r)
 static inline void lf__wake_drain(lf_reactor *r)
 {
     uint64_t buf[4];
+    int cs = lf__nocancel_begin();
     while (read(r->lf__wakefd[0], buf, sizeof buf) > 0) {
     }
+    lf__nocancel_end(cs);
     lf__store(&r->lf__kick_pending, 0, seq_cst);
     /* a stop is for every waiter, now and later: keep the descriptor readable */
     if (lf__load(&r->lf__stopped, seq_cst))
@@ -1300,8 +1334,9 @@ static inline int lf__be_open(lf_reactor *r)
     e.events = EPOLLIN; /* level-triggered: stays ready until drained */
     e.data.u64 = LF__WAKE_TAG;
     if (epoll_ctl(r->lf__epfd, EPOLL_CTL_ADD, r->lf__wakefd[0], &e) != 0) {
-        int rc = errno;
+        int rc = errno, cs = lf__nocancel_begin();
         close(r->lf__epfd);
+        lf__nocancel_end(cs);
         return rc;
     }
     return 0;
@@ -1309,7 +1344,9 @@ static inline int lf__be_open(lf_reactor *r)
 
 static inline void lf__be_close(lf_reactor *r)
 {
+    int cs = lf__nocancel_begin();
     close(r->lf__epfd);
+    lf__nocancel_end(cs);
 }
 
 /* How h is to be watched now: its interest, and LF__ET (edge-triggered after
@@ -1429,12 +1466,35 @@ static inline void lf__be_rearm(lf_reactor *r, lf_handler *h, int drained)
 
 static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
 {
-    int n = epoll_wait(r->lf__epfd, hv->ev, hv->cap, timeout_ms);
+    int n;
+    /* CANCELLATION: a cancel may end the wait after the kernel filled the array (and
+     * took the one-shot arms of what it reports). Marked empty first, the cleanup can
+     * tell which entries came back (epoll never reports an empty mask). */
+    for (int i = 0; i < hv->cap; i++)
+        hv->ev[i].events = 0;
+    n = epoll_wait(r->lf__epfd, hv->ev, hv->cap, timeout_ms);
     if (n < 0)
         return errno == EINTR ? 0 : errno;
     hv->n = n;
     hv->i = 0;
     return 0;
+}
+
+/* One reported handle as this turn's event (an I/O event: ev->ptr NULL). */
+static inline void lf__be_event(const struct epoll_event *e, lf_event *ev)
+{
+    ev->ptr = NULL;
+    ev->fd = (int)(uint32_t)e->data.u64;
+    ev->u64 = e->data.u64 >> 32;
+    ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
+                 ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
+                 ((e->events & (EPOLLERR | EPOLLHUP)) ? LF_EV_CLOSE : 0u);
+    if (ev->events == 0)
+        ev->events = LF_EV_CLOSE;
+    /* not an event: a mark for lf__be_rearm (an end of file or a hang-up is never
+     * "drained": it stays readable, and is reported again after LF_DRAINED too) */
+    if (e->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        ev->events |= LF__EOF;
 }
 
 static inline int lf__be_pop(lf_reactor *r, lf__harvest *hv, lf_event *ev)
@@ -1446,18 +1506,7 @@ static inline int lf__be_pop(lf_reactor *r, lf__harvest *hv, lf_event *ev)
             hv->drained = 1;
             continue;
         }
-        ev->ptr = NULL;
-        ev->fd = (int)(uint32_t)e->data.u64;
-        ev->u64 = e->data.u64 >> 32;
-        ev->events = ((e->events & (EPOLLIN | EPOLLPRI)) ? LF_EV_READ : 0u) |
-                     ((e->events & EPOLLOUT) ? LF_EV_WRITE : 0u) |
-                     ((e->events & (EPOLLERR | EPOLLHUP)) ? LF_EV_CLOSE : 0u);
-        if (ev->events == 0)
-            ev->events = LF_EV_CLOSE;
-        /* not an event: a mark for lf__be_rearm (an end of file or a hang-up is never
-         * "drained": it stays readable, and is reported again after LF_DRAINED too) */
-        if (e->events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-            ev->events |= LF__EOF;
+        lf__be_event(e, ev);
         return 1;
     }
     return 0;
@@ -1735,6 +1784,57 @@ static inline int lf__remove(lf_reactor *r, lf_handler *h);
  * period below, whichever is last, queued it). Runs on a thread that turns the
  * reactor (processing role) or in lf_reactor_destroy, never inside a read-side
  * section: handle_close may do anything but destroy this reactor. */
+/* The end of a close: unlink `me`, close the fd if the reactor owns it. */
+static inline void lf__close_done(lf_reactor *r, lf__closing *me, int fd, int own_fd)
+{
+    pthread_mutex_lock(&r->lf__reglock);
+    for (lf__closing **p = &r->lf__closers; *p; p = &(*p)->next)
+        if (*p == me) {
+            *p = me->next;
+            break;
+        }
+    if (own_fd) {
+        /* under the lock: a registration of the number waits until it is closed and
+         * the mark is gone, so it can never be given a descriptor we then close */
+        int cs = lf__nocancel_begin();
+        close(fd);
+        lf__nocancel_end(cs);
+        if (lf__slot(r, fd) == lf__closing_mark(me->h)) /* (compares the address only) */
+            lf__slot_set(r, fd, NULL);
+    }
+    pthread_mutex_unlock(&r->lf__reglock);
+    lf__fetch_add(&r->lf__n_closed, 1ULL, relaxed);
+}
+
+/* CANCELLATION inside handle_close: the close still ends as it would have. */
+typedef struct lf__close_guard {
+    lf_reactor *r;
+    lf__closing *me;
+    lf_handler *outer;
+    int fd, own_fd;
+} lf__close_guard;
+
+static inline void lf__close_cancelled(void *arg)
+{
+    lf__close_guard *g = (lf__close_guard *)arg;
+    lf__closing_self = g->outer;
+    lf__close_done(g->r, g->me, g->fd, g->own_fd);
+}
+
+static inline void lf__call_close(lf_reactor *r, lf_handler *h, lf__closing *me, int fd,
+                                  int own_fd, lf_handler *outer)
+{
+    lf__close_guard g;
+    g.r = r;
+    g.me = me;
+    g.outer = outer;
+    g.fd = fd;
+    g.own_fd = own_fd;
+    pthread_cleanup_push(lf__close_cancelled, &g);
+    h->handle_close(h);
+    pthread_cleanup_pop(0);
+}
+
 static inline void lf__close(lf_reactor *r, lf_handler *h)
 {
     lf__closing me;
@@ -1753,23 +1853,9 @@ static inline void lf__close(lf_reactor *r, lf_handler *h)
     pthread_mutex_unlock(&r->lf__reglock);
     lf__closing_self = h;
     if (h->handle_close)
-        h->handle_close(h); /* may free h: nothing of it is touched afterwards */
+        lf__call_close(r, h, &me, fd, own_fd, outer); /* may free h: not touched after */
     lf__closing_self = outer;
-    pthread_mutex_lock(&r->lf__reglock);
-    for (lf__closing **p = &r->lf__closers; *p; p = &(*p)->next)
-        if (*p == &me) {
-            *p = me.next;
-            break;
-        }
-    if (own_fd) {
-        /* under the lock: a registration of the number waits until it is closed and
-         * the mark is gone, so it can never be given a descriptor we then close */
-        close(fd);
-        if (lf__slot(r, fd) == lf__closing_mark(h))
-            lf__slot_set(r, fd, NULL);
-    }
-    pthread_mutex_unlock(&r->lf__reglock);
-    lf__fetch_add(&r->lf__n_closed, 1ULL, relaxed);
+    lf__close_done(r, &me, fd, own_fd);
 }
 
 /* Three things hold a removed handler: the grace period after its removal (claims
@@ -1851,6 +1937,54 @@ static inline void lf__release(lf_reactor *r, lf_handler *h)
 }
 
 /* ---- dispatch: the owner runs h once with everything pending. */
+
+/* After handle_event returned rc: the owner's part, or the last hold's. */
+static inline void lf__run_done(lf_reactor *r, lf_handler *h, int rc)
+{
+    if (lf__dispatching == h) {
+        lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, relaxed); /* LF__BUSY still holds it */
+        if (rc == LF_REMOVE)
+            (void)lf__remove(r, h); /* ENOENT: it removed itself already */
+        /* LF_KEEP, LF_DRAINED, or LF_RESUMED without a resume */
+        lf__release_as(r, h, rc == LF_DRAINED);
+    } else if (LF__CLOSABLE(lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, acq_rel) - LF__INSIDE_ONE)) {
+        /* it reactivated itself (LF_RESUMED) and was removed meanwhile: we were the
+         * last thing holding it */
+        (void)lf__enqueue(r, h, LF__ITEM_CLOSE);
+    }
+}
+
+/* CANCELLATION inside handle_event: the handler is removed, as if it had returned
+ * LF_REMOVE (one that reactivated itself may be running on another thread by now:
+ * removed all the same), and its handle_close comes as for any removal. */
+typedef struct lf__event_guard {
+    lf_reactor *r;
+    lf_handler *h, *outer;
+} lf__event_guard;
+
+static inline void lf__event_cancelled(void *arg)
+{
+    lf__event_guard *g = (lf__event_guard *)arg;
+    lf__fetch_add(&g->r->lf__n_cancelled, 1ULL, relaxed);
+    if (lf__dispatching != g->h)
+        (void)lf__remove(g->r, g->h); /* our LF__INSIDE hold keeps it alive */
+    lf__run_done(g->r, g->h, LF_REMOVE);
+    lf__dispatching = g->outer;
+}
+
+static inline int lf__call_event(lf_reactor *r, lf_handler *h, uint32_t events, lf_handler *outer)
+{
+    lf__event_guard g;
+    int rc;
+    g.r = r;
+    g.h = h;
+    g.outer = outer;
+    pthread_cleanup_push(lf__event_cancelled, &g);
+    rc = h->handle_event(h, h->fd, events);
+    pthread_cleanup_pop(0);
+    return rc;
+}
+
 static inline void lf__run(lf_reactor *r, lf_handler *h)
 {
     uint32_t st = lf__load(&h->lf__state, relaxed), events;
@@ -1883,19 +2017,9 @@ static inline void lf__run(lf_reactor *r, lf_handler *h)
         events = (events & ~LF_EV_READ) | LF_EV_SIGNAL;
     lf__dispatching = h;
     lf__fetch_add(&h->lf__state, LF__INSIDE_ONE, relaxed); /* we own it: nothing waits yet */
-    rc = h->handle_event(h, h->fd, events);
+    rc = lf__call_event(r, h, events, outer);
     lf__fetch_add(&r->lf__n_dispatched, 1ULL, relaxed);
-    if (lf__dispatching == h) {
-        lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, relaxed); /* LF__BUSY still holds it */
-        if (rc == LF_REMOVE)
-            (void)lf__remove(r, h); /* ENOENT: it removed itself already */
-        /* LF_KEEP, LF_DRAINED, or LF_RESUMED without a resume */
-        lf__release_as(r, h, rc == LF_DRAINED);
-    } else if (LF__CLOSABLE(lf__fetch_sub(&h->lf__state, LF__INSIDE_ONE, acq_rel) - LF__INSIDE_ONE)) {
-        /* it reactivated itself (LF_RESUMED) and was removed meanwhile: we were the
-         * last thing holding it */
-        (void)lf__enqueue(r, h, LF__ITEM_CLOSE);
-    }
+    lf__run_done(r, h, rc);
     lf__dispatching = outer;
 }
 
@@ -1930,6 +2054,59 @@ static inline void lf__dispatch(lf_reactor *r, lf_event *ev)
  * becomes a queue entry; the queue and the harvested I/O alternate, so neither can
  * starve the other. Returns 0 with *ev, EINTR (yield), ECANCELED (stopped),
  * ETIMEDOUT, or a backend error. */
+
+/* CANCELLATION in the backend's wait. epoll may have reported handles (and taken
+ * their one-shot arms) just before the cancel: each goes to the ready queue, owned
+ * as a claim in lf__dispatch would own it, so no event is lost. (The wake-up entry
+ * is left: the descriptor is level-triggered and stays readable.) poll and select
+ * take nothing before lf__take, which runs after the wait returned. */
+typedef struct lf__wait_guard {
+    lf_reactor *r;
+    lf__harvest *hv;
+    int counted; /* counted in lf__sleeping */
+} lf__wait_guard;
+
+static inline void lf__wait_cancelled(void *arg)
+{
+    lf__wait_guard *g = (lf__wait_guard *)arg;
+    lf_reactor *r = g->r;
+    if (g->counted)
+        lf__fetch_add(&r->lf__sleeping, -1, relaxed);
+#if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
+    {
+        lf__harvest *hv = g->hv;
+        for (int i = 0; i < hv->cap && hv->ev[i].events != 0; i++) {
+            lf_event ev;
+            lf_handler *h;
+            int mine = 0;
+            if (hv->ev[i].data.u64 == LF__WAKE_TAG)
+                continue;
+            lf__be_event(&hv->ev[i], &ev);
+            lf__read_lock();
+            h = lf__lookup(r, ev.fd);
+            if (h != NULL && h->lf__gen == (uint32_t)ev.u64)
+                mine = lf__post(h, ev.events | LF__FIRED);
+            lf__read_unlock();
+            if (mine)
+                lf__queue_dispatch(r, h);
+        }
+        hv->n = hv->i = 0;
+    }
+#endif
+}
+
+static inline int lf__be_wait_guarded(lf_reactor *r, lf__harvest *hv, int ms, int counted)
+{
+    lf__wait_guard g;
+    int rc;
+    g.r = r;
+    g.hv = hv;
+    g.counted = counted;
+    pthread_cleanup_push(lf__wait_cancelled, &g);
+    rc = lf__be_wait(r, hv, ms);
+    pthread_cleanup_pop(0);
+    return rc;
+}
 
 /* Before a waiting thread blocks: count it as sleeping (so work posted from now on
  * wakes it), fire due timers, and look at the queue once more. Returns 0 with *ev
@@ -1979,7 +2156,7 @@ static inline int lf__wait(lf_reactor *r, lf__harvest *hv, lf_event *ev, long lo
          * handles without blocking first, or handlers that keep notifying themselves
          * would keep everybody else's I/O from ever being harvested */
         if (!hv->prefer_queue && lf__queue_busy(r)) {
-            if ((rc = lf__be_wait(r, hv, 0)) != 0)
+            if ((rc = lf__be_wait_guarded(r, hv, 0, 0)) != 0)
                 return rc;
             if (lf__be_pop(r, hv, ev))
                 break;
@@ -2005,11 +2182,11 @@ static inline int lf__wait(lf_reactor *r, lf__harvest *hv, lf_event *ev, long lo
             if (looked)
                 return ETIMEDOUT;
             looked = 1;
-            if ((rc = lf__be_wait(r, hv, 0)) != 0)
+            if ((rc = lf__be_wait_guarded(r, hv, 0, 0)) != 0)
                 return rc;
             continue;
         }
-        rc = lf__be_wait(r, hv, ms);
+        rc = lf__be_wait_guarded(r, hv, ms, 1);
         lf__fetch_add(&r->lf__sleeping, -1, relaxed);
         if (rc)
             return rc;
@@ -2020,20 +2197,67 @@ static inline int lf__wait(lf_reactor *r, lf__harvest *hv, lf_event *ev, long lo
     return 0;
 }
 
+/* CANCELLATION of a turn's leader in its wait, or of its processing thread in the
+ * dispatch (after their own cleanups): the role goes back to the pool. */
+typedef struct lf__turn_guard {
+    lf_reactor *r;
+    lf_follower *self;
+    long long until_dl;
+    int rc;
+} lf__turn_guard;
+
+static inline void lf__turn_cancelled(void *arg)
+{
+    lf__turn_guard *g = (lf__turn_guard *)arg;
+    lf_pool_leave(&g->r->pool, g->self);
+}
+
+static inline void lf__turn_body(lf__turn_guard *g)
+{
+    lf_reactor *r = g->r;
+    lf_event ev;
+    int rc;
+
+    memset(&ev, 0, sizeof ev);
+    rc = lf__wait(r, &r->lf__hv, &ev, g->until_dl);
+    if (rc == 0) {
+        lf_pool_promote(&r->pool, g->self);
+        lf__dispatch(r, &ev);
+    } else if (rc == ECANCELED) {
+        lf_pool_shutdown(&r->pool); /* a stop from a signal handler ends here */
+    }
+    g->rc = rc;
+}
+
+/* The turn of a thread that leads now. */
+static inline int lf__turn_led(lf_reactor *r, lf_follower *self, long long until_dl)
+{
+    lf__turn_guard g;
+    g.r = r;
+    g.self = self;
+    g.until_dl = until_dl;
+    g.rc = 0;
+    pthread_cleanup_push(lf__turn_cancelled, &g);
+    lf__turn_body(&g);
+    pthread_cleanup_pop(0);
+    lf_pool_leave(&r->pool, self);
+    return g.rc;
+}
+
 /* ---- one whole turn on the calling thread, with its own follower record: lead,
  * wait, promote, dispatch, leave. LF_REACTOR_CONCURRENT has no leader slot: every
  * caller waits at once, each with its own harvest. */
 static inline int lf__turn(lf_reactor *r, lf_follower *self, long long until_dl,
                            const struct timespec *deadline)
 {
-    lf_event ev;
     int rc;
 
-    memset(&ev, 0, sizeof ev);
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     if (r->lf__concurrent) {
         struct epoll_event one;
         lf__harvest hv;
+        lf_event ev;
+        memset(&ev, 0, sizeof ev);
         memset(&hv, 0, sizeof hv);
         hv.ev = &one;
         hv.cap = 1;
@@ -2047,15 +2271,7 @@ static inline int lf__turn(lf_reactor *r, lf_follower *self, long long until_dl,
 #endif
     if ((rc = lf_pool_lead(&r->pool, self, deadline)) != 0)
         return rc;
-    rc = lf__wait(r, &r->lf__hv, &ev, until_dl);
-    if (rc == 0) {
-        lf_pool_promote(&r->pool, self);
-        lf__dispatch(r, &ev);
-    } else if (rc == ECANCELED) {
-        lf_pool_shutdown(&r->pool); /* a stop from a signal handler ends here */
-    }
-    lf_pool_leave(&r->pool, self);
-    return rc;
+    return lf__turn_led(r, self, until_dl);
 }
 
 /* The lf_source that lf_reactor_run joins to the pool. */
@@ -2237,8 +2453,11 @@ static inline int lf_reactor_register_signal(lf_reactor *r, lf_handler *h, const
         return EINVAL;
     if ((fd = signalfd(-1, set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
         return errno;
-    if ((rc = lf__register(r, h, fd, LF_EV_READ, 1)) != 0)
+    if ((rc = lf__register(r, h, fd, LF_EV_READ, 1)) != 0) {
+        int cs = lf__nocancel_begin();
         close(fd);
+        lf__nocancel_end(cs);
+    }
     return rc;
 #else
     (void)r;
@@ -2516,6 +2735,70 @@ static inline void lf__leave(lf_reactor *r)
     lf__fetch_add(&r->lf__running, -1, seq_cst);
 }
 
+/* CANCELLATION of a thread inside lf_reactor_run, _handle_events or _turn (after
+ * the pool's and the turn's cleanups): it stops counting as running r. */
+typedef struct lf__entry_guard {
+    lf_reactor *r;
+    lf_follower *self;
+    int own; /* self was made for the call (not the caller's record) */
+    const struct timespec *deadline;
+    int rc;
+} lf__entry_guard;
+
+static inline void lf__entry_cancelled(void *arg)
+{
+    lf__entry_guard *g = (lf__entry_guard *)arg;
+    if (g->own)
+        lf_follower_destroy(g->self);
+    lf__leave(g->r);
+}
+
+static inline void lf__run_loop(lf__entry_guard *g)
+{
+    lf_reactor *r = g->r;
+    int rc;
+    if (r->lf__concurrent) {
+        long long until = g->deadline ? lf__ts_ns(g->deadline) : -1;
+        do
+            rc = lf__turn(r, g->self, until, g->deadline);
+        while (rc == 0 || rc == EINTR);
+    } else {
+        rc = lf_pool_join(&r->pool, g->self, &r->src, g->deadline);
+    }
+    g->rc = rc;
+}
+
+static inline void lf__events_loop(lf__entry_guard *g)
+{
+    int rc;
+    do /* a wake meant for another thread's turn: not ours to report */
+        rc = lf__turn(g->r, g->self, g->deadline ? lf__ts_ns(g->deadline) : -1, g->deadline);
+    while (rc == EINTR);
+    g->rc = rc;
+}
+
+static inline void lf__turn_once(lf__entry_guard *g)
+{
+    g->rc = lf__turn(g->r, g->self, g->deadline ? lf__ts_ns(g->deadline) : -1, g->deadline);
+}
+
+/* Runs loop(g) on r, entered (lf__enter), with the cleanup above around it; leaves. */
+static inline int lf__entered(lf_reactor *r, lf_follower *self, int own,
+                              const struct timespec *deadline, void (*loop)(lf__entry_guard *))
+{
+    lf__entry_guard g;
+    g.r = r;
+    g.self = self;
+    g.own = own;
+    g.deadline = deadline;
+    g.rc = 0;
+    pthread_cleanup_push(lf__entry_cancelled, &g);
+    loop(&g);
+    pthread_cleanup_pop(0);
+    lf__leave(r);
+    return g.rc;
+}
+
 /* Contract: any thread, any hook (nested); blocks until stop (ECANCELED) or the
  * deadline (ETIMEDOUT). */
 static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
@@ -2526,18 +2809,12 @@ static inline int lf_reactor_run(lf_reactor *r, const struct timespec *deadline)
         return EINVAL;
     if ((rc = lf__enter(r)) != 0)
         return rc;
-    if ((rc = lf_follower_init(&self, 0)) == 0) {
-        if (r->lf__concurrent) {
-            long long until = deadline ? lf__ts_ns(deadline) : -1;
-            do
-                rc = lf__turn(r, &self, until, deadline);
-            while (rc == 0 || rc == EINTR);
-        } else {
-            rc = lf_pool_join(&r->pool, &self, &r->src, deadline);
-        }
-        lf_follower_destroy(&self);
+    if ((rc = lf_follower_init(&self, 0)) != 0) {
+        lf__leave(r);
+        return rc;
     }
-    lf__leave(r);
+    rc = lf__entered(r, &self, 1, deadline, lf__run_loop);
+    lf_follower_destroy(&self);
     return rc;
 }
 
@@ -2562,9 +2839,7 @@ static inline int lf_reactor_turn(lf_reactor *r, lf_follower *self, const struct
     }
     if ((rc = lf__enter(r)) != 0)
         return rc;
-    rc = lf__turn(r, self, deadline ? lf__ts_ns(deadline) : -1, deadline);
-    lf__leave(r);
-    return rc;
+    return lf__entered(r, self, 0, deadline, lf__turn_once);
 }
 
 /* Contract: any thread, any hook (nested); at most one event, as leader then
@@ -2577,13 +2852,12 @@ static inline int lf_reactor_handle_events(lf_reactor *r, const struct timespec 
         return EINVAL;
     if ((rc = lf__enter(r)) != 0)
         return rc;
-    if ((rc = lf_follower_init(&self, 0)) == 0) {
-        do /* a wake meant for another thread's turn: not ours to report */
-            rc = lf__turn(r, &self, deadline ? lf__ts_ns(deadline) : -1, deadline);
-        while (rc == EINTR);
-        lf_follower_destroy(&self);
+    if ((rc = lf_follower_init(&self, 0)) != 0) {
+        lf__leave(r);
+        return rc;
     }
-    lf__leave(r);
+    rc = lf__entered(r, &self, 1, deadline, lf__events_loop);
+    lf_follower_destroy(&self);
     return rc;
 }
 
@@ -2649,7 +2923,11 @@ static inline int lf_reactor_destroy(lf_reactor *r)
         }
         /* every grace period after those removals ended: each close is queued (no
          * thread owns a dispatch any more), and old tables are freed */
-        LF__RCU(barrier)();
+        {
+            int cs = lf__nocancel_begin(); /* half a destroy could not be finished */
+            LF__RCU(barrier)();
+            lf__nocancel_end(cs);
+        }
         LF__GP_RECLAIM();
         ran = lf__drain_queue(r); /* handle_close hooks, which may remove more */
         if (removed == 0 && ran == 0)
@@ -2684,6 +2962,7 @@ static inline int lf_reactor_stats(lf_reactor *r, struct lf_reactor_stats *out)
     out->closed = lf__load(&r->lf__n_closed, relaxed);
     out->rearm_failed = lf__load(&r->lf__n_rearm_failed, relaxed);
     out->rearmed = lf__load(&r->lf__n_rearmed, relaxed);
+    out->cancelled = lf__load(&r->lf__n_cancelled, relaxed);
     out->waiting = (unsigned)lf__load(&r->lf__sleeping, relaxed);
     return lf_pool_stats(&r->pool, &out->pool);
 }
@@ -2732,6 +3011,25 @@ typedef struct LF__CFG(lf__group_turn) {
     const struct timespec *deadline; /* the lf_reactor_group_run caller's */
 } lf__group_turn;
 
+/* CANCELLATION of a thread waiting for a set to lead (pthread_cond_wait took the
+ * group's lock back before the cleanup runs). */
+static inline void lf__group_wait_cancelled(void *arg)
+{
+    lf_reactor_group *g = (lf_reactor_group *)arg;
+    g->lf__waiting--;
+    pthread_mutex_unlock(&g->lf__lock);
+}
+
+static inline int lf__group_cv_wait(lf_reactor_group *g, const struct timespec *deadline)
+{
+    int rc;
+    pthread_cleanup_push(lf__group_wait_cancelled, g);
+    rc = deadline ? pthread_cond_timedwait(&g->lf__cond, &g->lf__lock, deadline)
+                  : pthread_cond_wait(&g->lf__cond, &g->lf__lock);
+    pthread_cleanup_pop(0);
+    return rc;
+}
+
 static inline int lf__group_wait(void *ctx, lf_event *ev, const struct timespec *deadline)
 {
     lf_reactor_group *g = ((lf__group_turn *)ctx)->g;
@@ -2765,8 +3063,7 @@ static inline int lf__group_wait(void *ctx, lf_event *ev, const struct timespec 
             break;
         }
         g->lf__waiting++;
-        rc = deadline ? pthread_cond_timedwait(&g->lf__cond, &g->lf__lock, deadline)
-                      : pthread_cond_wait(&g->lf__cond, &g->lf__lock);
+        rc = lf__group_cv_wait(g, deadline);
         g->lf__waiting--;
         if (rc == ETIMEDOUT)
             break;
@@ -2775,12 +3072,56 @@ static inline int lf__group_wait(void *ctx, lf_event *ev, const struct timespec 
     return rc;
 }
 
+/* The claimed set's leader gives the set up (lf__led under the group's lock) and
+ * wakes a thread waiting for one. */
+static inline void lf__group_unlead(lf_reactor_group *g, lf_reactor *r)
+{
+    lf__fetch_add(&r->lf__leading, -1, relaxed);
+    pthread_mutex_lock(&g->lf__lock);
+    r->lf__led = 0;
+    if (g->lf__waiting)
+        pthread_cond_signal(&g->lf__cond);
+    pthread_mutex_unlock(&g->lf__lock);
+}
+
+/* CANCELLATION of a set's leader in its wait (after lf__wait's own cleanup). */
+typedef struct lf__group_guard {
+    lf_reactor_group *g;
+    lf_reactor *r;
+    lf_event *ev;
+    const struct timespec *deadline;
+    int rc;
+} lf__group_guard;
+
+static inline void lf__group_lead_cancelled(void *arg)
+{
+    lf__group_guard *t = (lf__group_guard *)arg;
+    lf__group_unlead(t->g, t->r);
+}
+
+static inline void lf__group_lead_loop(lf__group_guard *t)
+{
+    int rc;
+    do
+        rc = lf__wait(t->r, &t->r->lf__hv, t->ev, t->deadline ? lf__ts_ns(t->deadline) : -1);
+    while (rc == EINTR);
+    t->rc = rc;
+}
+
+static inline void lf__group_lead(lf__group_guard *t)
+{
+    pthread_cleanup_push(lf__group_lead_cancelled, t);
+    lf__group_lead_loop(t);
+    pthread_cleanup_pop(0);
+}
+
 /* Runs as the pool's processing thread, which is the claimed set's leader now. */
 static inline int lf__group_dispatch(void *ctx, lf_event *claim)
 {
     lf__group_turn *t = (lf__group_turn *)ctx;
     lf_reactor_group *g = t->g;
     lf_reactor *r = (lf_reactor *)claim->ptr;
+    lf__group_guard lead;
     lf_event ev;
     int rc, others;
 
@@ -2790,15 +3131,14 @@ static inline int lf__group_dispatch(void *ctx, lf_event *claim)
     LF_ASSERT(others == 0);
     (void)others;
     memset(&ev, 0, sizeof ev);
-    do
-        rc = lf__wait(r, &r->lf__hv, &ev, t->deadline ? lf__ts_ns(t->deadline) : -1);
-    while (rc == EINTR);
-    lf__fetch_add(&r->lf__leading, -1, relaxed);
-    pthread_mutex_lock(&g->lf__lock);
-    r->lf__led = 0; /* before the dispatch: that is what "promote first" means here */
-    if (g->lf__waiting)
-        pthread_cond_signal(&g->lf__cond);
-    pthread_mutex_unlock(&g->lf__lock);
+    lead.g = g;
+    lead.r = r;
+    lead.ev = &ev;
+    lead.deadline = t->deadline;
+    lead.rc = 0;
+    lf__group_lead(&lead);
+    rc = lead.rc;
+    lf__group_unlead(g, r); /* before the dispatch: that is what "promote first" means here */
     if (rc == 0)
         lf__dispatch(r, &ev);
     /* stopped or out of time: the pool's next wait says so to this thread */
@@ -2862,6 +3202,11 @@ static inline int lf_reactor_group_init(lf_reactor_group *g, lf_reactor **sets, 
     return 0;
 }
 
+static inline void lf__follower_cancelled(void *arg)
+{
+    lf_follower_destroy((lf_follower *)arg);
+}
+
 /* Contract: any thread; blocks until lf_reactor_group_stop (ECANCELED), every set
  * stopped (ECANCELED) or the deadline (ETIMEDOUT). */
 static inline int lf_reactor_group_run(lf_reactor_group *g, const struct timespec *deadline)
@@ -2882,7 +3227,9 @@ static inline int lf_reactor_group_run(lf_reactor_group *g, const struct timespe
     lf__rcu_enter();
     if ((rc = lf_follower_init(&self, 0)) != 0)
         return rc;
+    pthread_cleanup_push(lf__follower_cancelled, &self);
     rc = lf_pool_join(&g->pool, &self, &src, deadline);
+    pthread_cleanup_pop(0);
     lf_follower_destroy(&self);
     return rc;
 }

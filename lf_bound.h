@@ -175,7 +175,8 @@
  *       Replies still on the socket may be read and counted as stray.
  *   int lf_bound_stats(b, struct lf_bound_stats *out)
  *       replies (handed_off to another thread + own, read by the waiter itself as
- *       leader), stray, skipped, refused, send_failures, timeouts, cancels, reads;
+ *       leader), stray, skipped, refused, send_failures, timeouts, cancels,
+ *       cancelled (waits ended by pthread_cancel, see CANCELLATION), reads;
  *       in_flight, failed (the read side) and send_failed now; the waiters' pool
  *       (promotions = leadership hand-offs; hybrid: the reactor's pool, which the
  *       waiters share with its threads).
@@ -234,9 +235,47 @@
  *   call_rcu runs), which would force a heap node per request, and this map is written
  *   as often as it is read (expect, reply, withdraw), the case RCU does not help.
  *
+ * CANCELLATION (pthread_cancel; deferred, the default type)
+ *   A thread may be cancelled while it waits in lf_bound_join or lf_bound_call. Its
+ *   context is then withdrawn, as lf_bound_cancel would withdraw it, before the
+ *   thread's own cleanup handlers run: the context is free (idle, no longer in
+ *   flight), the bound keeps no pointer to it, and a reply that comes later is
+ *   skipped and counted in stats.stray, as after a timeout; a reply that was in
+ *   already is dropped with the context (stats.replies counted it). Each such wait
+ *   counts once in stats.cancelled, not in stats.cancels (lf_bound_cancel's). The
+ *   other threads go on with their calls; lf_bound_shutdown and lf_bound_destroy
+ *   work as before. The waits, and what their cleanup gives back:
+ *     waiting for the send token (send, call)  the token's mutex; lf_bound_call's
+ *         context is withdrawn (nothing of its request was written).
+ *     parked as a follower (join, call; bare)  lf.h takes the follower out of the
+ *         pool (or hands on a promotion that came too late); the context is withdrawn.
+ *     leading, in poll (join, call; bare)      the context is withdrawn and the
+ *         leader's slot goes to the next waiter. The receive state is the bound's,
+ *         not the thread's: the next leader carries on where the cancelled one
+ *         stopped, a reply it was half-way through included (delivered whole, or
+ *         skipped to its end if it was the cancelled thread's own).
+ *     turning the reactor (join, call; hybrid) lf_reactor_turn's waits are the
+ *         reactor's, and it cleans up after them (lf_reactor.h, CANCELLATION); the
+ *         context is withdrawn, and a join nested in a handler that an outer join
+ *         ran is withdrawn first, then the outer one.
+ *   Nothing else here is a cancellation point. A request is wholly on the wire or
+ *   not sent at all: once a send has the token, its writes and its waits for room
+ *   run with cancellation disabled (the poll it sleeps in, the replies it hands out
+ *   meanwhile, hybrid: the reactor turn it takes, with the handlers that turn runs),
+ *   and a cancel that comes then acts at the caller's next cancellation point
+ *   (lf_bound_call: its join). The hooks (parse_header, frame_header, read_body)
+ *   always run with cancellation disabled: read_body holds the bound's lock, and a
+ *   hook cut half-way would leave a frame half parsed; keep them short, as they
+ *   must be anyway. Reads (the socket is non-blocking), wake-ups (a write to an
+ *   eventfd or a pipe), closes and the reactor calls of lf_bound_destroy are no
+ *   waits of the caller's and run with cancellation disabled too. Every call puts
+ *   the caller's cancel state back before it returns. expect, cancel, shutdown and
+ *   stats take locks only. Asynchronous cancellation is supported
+ *   nowhere (lf.h, CANCELLATION). A context on the cancelled thread's stack may be
+ *   destroyed in that thread's own cleanup handler (lf_bound_ctx_destroy): the
+ *   bound's cleanup has run by then.
+ *
  * LIMITS
- *   - Not safe to cancel (pthread_cancel) a thread inside a call of this header that
- *     waits: lf.h's LIMITS says why and what to do instead (stop, then join).
  *   - Request ids are the protocol's: do not reuse an id while a late reply to it may
  *     still come (a sequence number per connection avoids that).
  *   - read_body runs under the bound's mutex, as do the map operations.
@@ -315,6 +354,8 @@ struct lf_bound_stats {
     unsigned long long send_failures; /* sends that failed (EPIPE) or timed out part-way */
     unsigned long long timeouts;   /* joins ended by their deadline, context withdrawn */
     unsigned long long cancels;    /* contexts ended by lf_bound_cancel */
+    unsigned long long cancelled;  /* waits ended by pthread_cancel of the waiting thread:
+                                    * context withdrawn (see CANCELLATION) */
     unsigned long long reads;      /* read() calls that returned data */
     unsigned in_flight;            /* contexts expected and not yet joined, now */
     int failed;                    /* 0, or why the connection failed (its read side) */
@@ -421,11 +462,26 @@ static inline void lf__bmap_remove(lf_bound_ctx *c)
 
 /* ------------------------------------------------------------------ >>bound */
 
+/* Called with the bound's lock held (and from cleanup handlers): the write is a
+ * cancellation point to libc, not a wait of ours, so it runs with cancellation off. */
 static inline void lf__bound_kick(lf_bound *b)
 {
     static const uint64_t one = 1;
+    int cs = lf__nocancel_begin();
     ssize_t n = write(b->lf__wake[1], &one, b->lf__wake[0] == b->lf__wake[1] ? sizeof one : 1);
     (void)n; /* a full pipe is a kick already pending */
+    lf__nocancel_end(cs);
+}
+
+/* The wake-up descriptor(s), at destroy or a failed init: close is a cancellation
+ * point to libc, and a thread ended half-way would leak the other one. */
+static inline void lf__bound_close_wake(lf_bound *b)
+{
+    int cs = lf__nocancel_begin();
+    close(b->lf__wake[0]);
+    if (b->lf__wake[1] != b->lf__wake[0])
+        close(b->lf__wake[1]);
+    lf__nocancel_end(cs);
 }
 
 /* Bare mode: parked, lf_pool_notify wakes exactly c's thread. Not parked: the
@@ -673,26 +729,35 @@ static inline int lf__bound_fill(lf_bound *b, lf_bound_ctx *self)
 }
 
 /* The leader's turn (bare mode): read and deliver until self's result is in (0),
- * the connection failed (0: self has its result then too), or the deadline. */
+ * the connection failed (0: self has its result then too), or the deadline.
+ * CANCELLATION: the poll is the turn's one cancellation point, with the caller's
+ * state; the rest runs with cancellation off: the hooks (read_body under the lock),
+ * and the read, which never waits (the socket is non-blocking) yet is a cancellation
+ * point to libc. So a cancel finds the receive state (lf__rx_*, lf__in_body,
+ * lf__body_*, lf__cur: in b, not on our stack) between two steps of
+ * lf__bound_consume, where the next leader carries on from it (lf__bound_abandon). */
 static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct timespec *deadline)
 {
+    int cs = lf__nocancel_begin(), rc = 0;
     for (;;) {
         struct pollfd pfd[2];
-        int done, ms, got;
+        int done, ms, got, ready;
 
         if (lf__bound_consume(b, self, 1) != 0)
-            return 0;
+            break;
         pthread_mutex_lock(&b->lf__lock);
         done = self->lf__state == LF__BC_DONE || b->lf__failed;
         pthread_mutex_unlock(&b->lf__lock);
         if (done)
-            return 0;
+            break;
         /* looked at between reads too: a stream that never stops (a flood of frames
          * for others) must not keep a leader past its deadline */
-        if ((ms = lf__bound_ms_until(deadline)) == 0)
-            return ETIMEDOUT;
+        if ((ms = lf__bound_ms_until(deadline)) == 0) {
+            rc = ETIMEDOUT;
+            break;
+        }
         if ((got = lf__bound_fill(b, self)) < 0)
-            return 0;
+            break;
         if (got > 0)
             continue;
         /* nothing buffered: wait for the connection, a kick, or the deadline */
@@ -701,12 +766,17 @@ static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct t
         pfd[1].fd = b->lf__wake[0];
         pfd[1].events = POLLIN;
         pfd[0].revents = pfd[1].revents = 0;
-        if (poll(pfd, 2, ms) > 0 && (pfd[1].revents & POLLIN)) {
+        lf__nocancel_end(cs);
+        ready = poll(pfd, 2, ms);
+        cs = lf__nocancel_begin();
+        if (ready > 0 && (pfd[1].revents & POLLIN)) {
             uint64_t drain;
             ssize_t n = read(b->lf__wake[0], &drain, sizeof drain);
             (void)n;
         }
     }
+    lf__nocancel_end(cs);
+    return rc;
 }
 
 /* The context gives up (lock held): a timeout, a cancel or a shutdown. */
@@ -729,6 +799,49 @@ static inline void lf__bound_withdraw_locked(lf_bound *b, lf_bound_ctx *c, int w
         b->lf__stats.cancels++; /* other reasons: lf_bound_call's failed send */
     lf__bound_finish(b, c, why, 0);
 }
+
+/* c's result, if it is in (lock held): LF__BC_IDLE again, and 1. */
+static inline int lf__bound_collect(lf_bound *b, lf_bound_ctx *c, int *rc)
+{
+    if (c->lf__state != LF__BC_DONE)
+        return 0;
+    *rc = c->lf__result;
+    c->lf__state = LF__BC_IDLE;
+    b->lf__in_flight--;
+    return 1;
+}
+
+/* CANCELLATION: c's thread is cancelled inside a wait of this header, and its cleanup
+ * handler runs this (no lock of ours held: a condition wait's mutex is given back
+ * first). c is withdrawn as lf_bound_cancel would withdraw it (a reply that comes
+ * later is skipped and counted as stray) and collected at once: out of the map, out
+ * of lf__cur, not counted in flight, so the bound keeps no pointer into the stack of
+ * a thread that is going away, and lf_bound_destroy is not held up by it. A result
+ * that was in already (a reply delivered, a failure) is dropped with it. Taking the
+ * lock also waits out a waker inside lf__bound_wake(c). An idle c has nothing to
+ * give back (and is not counted). */
+static inline void lf__bound_abandon(lf_bound *b, lf_bound_ctx *c)
+{
+    int rc;
+    pthread_mutex_lock(&b->lf__lock);
+    if (c->lf__state != LF__BC_IDLE) {
+        /* EINTR: a reason counted neither as a timeout nor as a cancel; nobody reads it */
+        lf__bound_withdraw_locked(b, c, EINTR);
+        (void)lf__bound_collect(b, c, &rc);
+        b->lf__stats.cancelled++;
+    }
+    pthread_mutex_unlock(&b->lf__lock);
+}
+
+/* What a cleanup handler needs (pushed around small functions, so that nothing the
+ * handler reads changes between push and pop: gcc -Wclobbered stays quiet). */
+typedef struct lf__bound_guard {
+    lf_bound *b;
+    lf_bound_ctx *c;
+    const struct timespec *deadline;
+    void *outer; /* hybrid: the context of the join this one is nested in */
+    int rc;
+} lf__bound_guard;
 
 /* ------------------------------------------------------------------ >>api */
 
@@ -762,9 +875,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     if ((rc = lf_pool_init(&b->pool)) != 0 || (rc = lf__cond_init_monotonic(&b->lf__send_cv)) != 0) {
         if (rc == 0)
             lf_pool_destroy(&b->pool);
-        close(b->lf__wake[0]);
-        if (b->lf__wake[1] != b->lf__wake[0])
-            close(b->lf__wake[1]);
+        lf__bound_close_wake(b);
         free(b->lf__map);
         return rc;
     }
@@ -795,12 +906,14 @@ static inline int lf_bound_destroy(lf_bound *b)
         return rc;
     b->lf__tag = 0; /* every call says EINVAL from here on */
     if (b->lf__att) {
-        lf__bound_detach(b); /* hybrid: no dispatch of the reactor touches b after it */
+        /* hybrid: no dispatch of the reactor touches b after it. Cancellation off:
+         * taking the handler out of the reactor is not a wait, and must finish */
+        int cs = lf__nocancel_begin();
+        lf__bound_detach(b);
+        lf__nocancel_end(cs);
         b->lf__att = NULL;
     }
-    close(b->lf__wake[0]);
-    if (b->lf__wake[1] != b->lf__wake[0])
-        close(b->lf__wake[1]);
+    lf__bound_close_wake(b);
     free(b->lf__map);
     b->lf__map = NULL;
     pthread_mutex_destroy(&b->lf__lock);
@@ -853,6 +966,29 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
     return rc;
 }
 
+/* CANCELLATION of a sender waiting for the token (nothing of its request is out).
+ * The condition wait took lf__send back before this runs. A signal sent to hand the
+ * token on may have been taken by the cancelled waiter: send another while the token
+ * is free (a waiter woken for nothing looks and waits again). */
+static inline void lf__bound_token_cancelled(void *arg)
+{
+    lf_bound *b = (lf_bound *)arg;
+    if (!b->lf__sending)
+        pthread_cond_signal(&b->lf__send_cv);
+    pthread_mutex_unlock(&b->lf__send);
+}
+
+/* One wait for the token, lf__send held: a cancellation point. */
+static inline int lf__bound_token_wait(lf_bound *b, const struct timespec *deadline)
+{
+    int rc;
+    pthread_cleanup_push(lf__bound_token_cancelled, b);
+    rc = deadline ? pthread_cond_timedwait(&b->lf__send_cv, &b->lf__send, deadline)
+                  : pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
+    pthread_cleanup_pop(0);
+    return rc;
+}
+
 /* The send token: one request on the wire at a time, waited for up to the deadline
  * (a condition variable on CLOCK_MONOTONIC, as our deadlines are). */
 static inline int lf__bound_send_begin(lf_bound *b, const struct timespec *deadline)
@@ -867,8 +1003,7 @@ static inline int lf__bound_send_begin(lf_bound *b, const struct timespec *deadl
         return EDEADLK;
     }
     while (b->lf__sending && rc == 0)
-        rc = deadline ? pthread_cond_timedwait(&b->lf__send_cv, &b->lf__send, deadline)
-                      : pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
+        rc = lf__bound_token_wait(b, deadline);
     if (rc == 0) {
         b->lf__sending = 1;
         b->lf__sender = pthread_self();
@@ -944,12 +1079,18 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
     const char *p = (const char *)data;
     size_t left = len;
     lf_follower self;
-    int self_ready = 0, rc = 0, broken = 0;
+    int self_ready = 0, rc = 0, broken = 0, cs;
 
     if (!lf__bound_ok(b) || (data == NULL && len) || !lf__deadline_ok(deadline))
         return EINVAL;
     if ((rc = lf__bound_send_begin(b, deadline)) != 0)
         return rc; /* ETIMEDOUT: nothing of it was written */
+    /* CANCELLATION: from the token on, a request goes out whole or not at all: the
+     * writes, and the waits for room between them (poll as a sleep, the leader's
+     * work or, hybrid, a reactor turn, with the hooks and handlers they run), are
+     * not cancellation points. A cancel that comes meanwhile acts at the caller's
+     * next one (lf_bound_call: its join), with the caller's state back. */
+    cs = lf__nocancel_begin();
     while (left) {
         ssize_t n;
         /* before each write, never after the last: a request written whole went out,
@@ -992,6 +1133,7 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
     lf__bound_send_end(b, broken ? EPIPE : 0);
     if (self_ready)
         lf_follower_destroy(&self);
+    lf__nocancel_end(cs);
     return rc;
 }
 
@@ -1011,46 +1153,38 @@ static inline int lf_bound_send_until(lf_bound *b, const void *data, size_t len,
 static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
                                          const struct timespec *deadline);
 
-/* c's result, if it is in (lock held): LF__BC_IDLE again, and 1. */
-static inline int lf__bound_collect(lf_bound *b, lf_bound_ctx *c, int *rc)
+/* CANCELLATION of a bare join, wherever it waits: parked in the pool (lf.h's own
+ * cleanup, lf__unpark, has taken c's follower out of the pool's set by now, and
+ * handed on a promotion that came too late), or leading, in the poll of
+ * lf__bound_lead. c is withdrawn first; then, if c's thread holds the leader's slot,
+ * it goes to the next follower, which reads on from the receive state that is in b
+ * (a reply half read is finished by it, or skipped if it was c's). */
+static inline void lf__bound_join_cancelled(void *arg)
 {
-    if (c->lf__state != LF__BC_DONE)
-        return 0;
-    *rc = c->lf__result;
-    c->lf__state = LF__BC_IDLE;
-    b->lf__in_flight--;
-    return 1;
+    lf__bound_guard *g = (lf__bound_guard *)arg;
+    lf__bound_abandon(g->b, g->c);
+    (void)lf_pool_leave(&g->b->pool, &g->c->lf__f); /* not leading: nothing to do */
 }
 
-/* Contract: the thread that owns c, after lf_bound_expect. */
-static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct timespec *deadline)
+/* The loop of a bare join (its own function: the cleanup is pushed around it). */
+static inline void lf__bound_join_bare(lf__bound_guard *g)
 {
-    if (!lf__bound_ok(b) || c == NULL)
-        return EINVAL;
-    if (!lf__deadline_ok(deadline)) {
-        /* a malformed deadline: c is given up (EINVAL), unless its result is in
-         * already, which is returned; either way c is free again */
-        int rc = EINVAL;
-        pthread_mutex_lock(&b->lf__lock);
-        if (c->lf__state != LF__BC_IDLE) {
-            lf__bound_withdraw_locked(b, c, EINVAL);
-            lf__bound_collect(b, c, &rc);
-        }
-        pthread_mutex_unlock(&b->lf__lock);
-        return rc;
-    }
-    if (b->lf__r)
-        return lf__bound_join_reactor(b, c, deadline);
+    lf_bound *b = g->b;
+    lf_bound_ctx *c = g->c;
+    const struct timespec *deadline = g->deadline;
+
     for (;;) {
         int rc;
         pthread_mutex_lock(&b->lf__lock);
         if (c->lf__state == LF__BC_IDLE) {
             pthread_mutex_unlock(&b->lf__lock);
-            return EINVAL; /* nothing expected */
+            g->rc = EINVAL; /* nothing expected */
+            return;
         }
         if (lf__bound_collect(b, c, &rc)) {
             pthread_mutex_unlock(&b->lf__lock);
-            return rc;
+            g->rc = rc;
+            return;
         }
         pthread_mutex_unlock(&b->lf__lock);
 
@@ -1068,10 +1202,42 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
             lf__bound_withdraw_locked(b, c, rc);
             pthread_mutex_unlock(&b->lf__lock);
         } else if (rc != 0 && rc != EINTR) {
-            return rc; /* EINVAL: c's follower is in use by another thread */
+            g->rc = rc; /* EINVAL: c's follower is in use by another thread */
+            return;
         }
         /* EINTR (notified) or 0 (led): the result is in, or look again */
     }
+}
+
+/* Contract: the thread that owns c, after lf_bound_expect. */
+static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct timespec *deadline)
+{
+    lf__bound_guard g;
+    if (!lf__bound_ok(b) || c == NULL)
+        return EINVAL;
+    if (!lf__deadline_ok(deadline)) {
+        /* a malformed deadline: c is given up (EINVAL), unless its result is in
+         * already, which is returned; either way c is free again */
+        int rc = EINVAL;
+        pthread_mutex_lock(&b->lf__lock);
+        if (c->lf__state != LF__BC_IDLE) {
+            lf__bound_withdraw_locked(b, c, EINVAL);
+            lf__bound_collect(b, c, &rc);
+        }
+        pthread_mutex_unlock(&b->lf__lock);
+        return rc;
+    }
+    if (b->lf__r)
+        return lf__bound_join_reactor(b, c, deadline);
+    g.b = b;
+    g.c = c;
+    g.deadline = deadline;
+    g.outer = NULL;
+    g.rc = 0;
+    pthread_cleanup_push(lf__bound_join_cancelled, &g);
+    lf__bound_join_bare(&g);
+    pthread_cleanup_pop(0);
+    return g.rc;
 }
 
 /* Contract: any thread. */
@@ -1091,6 +1257,29 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     return rc;
 }
 
+/* CANCELLATION of lf_bound_call waiting for the send token: c, expected already, is
+ * withdrawn (nothing of the request went out). */
+static inline void lf__bound_call_cancelled(void *arg)
+{
+    lf__bound_guard *g = (lf__bound_guard *)arg;
+    lf__bound_abandon(g->b, g->c);
+}
+
+static inline int lf__bound_call_send(lf_bound *b, lf_bound_ctx *c, const void *req, size_t len,
+                                      const struct timespec *deadline)
+{
+    lf__bound_guard g;
+    g.b = b;
+    g.c = c;
+    g.deadline = deadline;
+    g.outer = NULL;
+    g.rc = 0;
+    pthread_cleanup_push(lf__bound_call_cancelled, &g);
+    g.rc = lf__bound_send(b, req, len, deadline);
+    pthread_cleanup_pop(0);
+    return g.rc;
+}
+
 static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
                                 size_t len, const struct timespec *deadline)
 {
@@ -1099,7 +1288,7 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
         return EINVAL;
     if ((rc = lf_bound_expect(b, c, id)) != 0)
         return rc;
-    if ((rc = lf__bound_send(b, req, len, deadline)) != 0) {
+    if ((rc = lf__bound_call_send(b, c, req, len, deadline)) != 0) {
         /* nothing to wait for: withdraw the context (not counted as a cancel; a
          * connection failure may have completed it already) and collect it */
         pthread_mutex_lock(&b->lf__lock);
@@ -1187,9 +1376,13 @@ static inline int lf__bound_reactor_gone(lf_bound *b)
     return rc == ECANCELED || rc == EINVAL;
 }
 
+/* Under the bound's lock: the reactor's wake may write its wake-up descriptor, a
+ * cancellation point to libc that is no wait of ours, so cancellation is off. */
 static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
 {
+    int cs = lf__nocancel_begin();
     (void)lf_reactor_wake((lf_reactor *)b->lf__r, &c->lf__f);
+    lf__nocancel_end(cs);
 }
 
 /* hybrid: the waiters park in the reactor's pool, shared with its other threads */
@@ -1233,6 +1426,9 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
     lf__bound_att *a = (lf__bound_att *)(void *)h;
     lf_bound *b;
     int rc = LF_KEEP;
+    /* CANCELLATION: off while we read and deliver (the hooks run here, read_body
+     * under the bound's lock, all of it under a->lock); nothing here waits */
+    int cs = lf__nocancel_begin();
     (void)fd;
     (void)events;
     pthread_mutex_lock(&a->lock);
@@ -1262,6 +1458,7 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
         break;
     }
     pthread_mutex_unlock(&a->lock);
+    lf__nocancel_end(cs);
     return rc;
 }
 
@@ -1324,15 +1521,28 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
     return 0;
 }
 
-/* lf_bound_join in hybrid mode: turn the reactor until c's result is in. */
-static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
-                                         const struct timespec *deadline)
+/* CANCELLATION of a hybrid join, in lf_reactor_turn (the reactor's waits are
+ * cancellation points; its own cleanup gives back what the turn held in the
+ * reactor and its pool). The bound holds nothing during a turn (its handler runs
+ * with cancellation off), so c is withdrawn, and the thread's current context is
+ * the one of the join this one was nested in again (whose cleanup runs next, if the
+ * thread was inside a handler that join dispatched). */
+static inline void lf__bound_join_reactor_cancelled(void *arg)
 {
+    lf__bound_guard *g = (lf__bound_guard *)arg;
+    lf__bound_abandon(g->b, g->c);
+    lf__bound_self = g->outer;
+}
+
+/* The turns of a hybrid join (its own function: the cleanup is pushed around it). */
+static inline void lf__bound_turn_until(lf__bound_guard *g)
+{
+    lf_bound *b = g->b;
+    lf_bound_ctx *c = g->c;
+    const struct timespec *deadline = g->deadline;
     lf_reactor *r = (lf_reactor *)b->lf__r;
-    lf_bound_ctx *outer = (lf_bound_ctx *)lf__bound_self; /* a join nested in an upcall */
     int rc;
 
-    lf__bound_self = c;
     for (;;) {
         pthread_mutex_lock(&b->lf__lock);
         if (c->lf__state == LF__BC_IDLE) {
@@ -1372,8 +1582,25 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
             pthread_mutex_unlock(&b->lf__lock);
         }
     }
-    lf__bound_self = outer;
-    return rc;
+    g->rc = rc;
+}
+
+/* lf_bound_join in hybrid mode: turn the reactor until c's result is in. */
+static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
+                                         const struct timespec *deadline)
+{
+    lf__bound_guard g;
+    g.b = b;
+    g.c = c;
+    g.deadline = deadline;
+    g.outer = lf__bound_self; /* a join nested in an upcall */
+    g.rc = 0;
+    lf__bound_self = c;
+    pthread_cleanup_push(lf__bound_join_reactor_cancelled, &g);
+    lf__bound_turn_until(&g);
+    pthread_cleanup_pop(0);
+    lf__bound_self = g.outer;
+    return g.rc;
 }
 
 #else

@@ -728,6 +728,39 @@ static inline int lf__bound_fill(lf_bound *b, lf_bound_ctx *self)
     return -1;
 }
 
+/* ThreadSanitizer: a thread cancelled inside a blocking call that TSan intercepts
+ * (poll) runs its cleanup handlers with TSan's interceptors and atomics still
+ * switched off, so the cleanup's locks and hand-offs are invisible to it and the
+ * next leader's reads of the receive state look like races. In a TSan build the
+ * leader's poll therefore waits with cancellation off, 10 ms at a time, and the
+ * cancellation point is pthread_testcancel before each poll: the same contract,
+ * acted on up to 10 ms later. */
+#if defined(__SANITIZE_THREAD__)
+#define LF__BOUND_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LF__BOUND_TSAN 1
+#endif
+#endif
+
+/* The leader's wait (poll on the connection and the wake-up descriptor), entered
+ * and left with cancellation off; cs is the caller's state, which the wait has. */
+static inline int lf__bound_poll_cancelable(struct pollfd *pfd, int ms, int cs)
+{
+    int ready;
+#ifdef LF__BOUND_TSAN
+    lf__nocancel_end(cs);
+    pthread_testcancel();
+    (void)lf__nocancel_begin();
+    ready = poll(pfd, 2, ms < 0 || ms > 10 ? 10 : ms);
+#else
+    lf__nocancel_end(cs);
+    ready = poll(pfd, 2, ms);
+    (void)lf__nocancel_begin();
+#endif
+    return ready;
+}
+
 /* The leader's turn (bare mode): read and deliver until self's result is in (0),
  * the connection failed (0: self has its result then too), or the deadline.
  * CANCELLATION: the poll is the turn's one cancellation point, with the caller's
@@ -766,9 +799,7 @@ static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct t
         pfd[1].fd = b->lf__wake[0];
         pfd[1].events = POLLIN;
         pfd[0].revents = pfd[1].revents = 0;
-        lf__nocancel_end(cs);
-        ready = poll(pfd, 2, ms);
-        cs = lf__nocancel_begin();
+        ready = lf__bound_poll_cancelable(pfd, ms, cs);
         if (ready > 0 && (pfd[1].revents & POLLIN)) {
             uint64_t drain;
             ssize_t n = read(b->lf__wake[0], &drain, sizeof drain);

@@ -1203,6 +1203,23 @@ static inline lf_follower *lf__handoff(lf_pool *p)
 #endif
 }
 
+/* A cleanup handler pushed and popped around a wait. glibc's pthread_cleanup_push
+ * opens a block and ends in `do {`, so the `;` written after it is an empty
+ * statement, which clang reports under -Wextra-semi-stmt (-Weverything): quiet from
+ * the push to its pop, which is a line or two. */
+#if defined(__clang__) && defined(__has_warning)
+#if __has_warning("-Wextra-semi-stmt")
+#define LF__CLEANUP_PUSH(fn, arg)                                                        \
+    _Pragma("clang diagnostic push") _Pragma("clang diagnostic ignored \"-Wextra-semi-stmt\"") \
+    pthread_cleanup_push(fn, arg)
+#define LF__CLEANUP_POP(run) _Pragma("clang diagnostic pop") pthread_cleanup_pop(run)
+#endif
+#endif
+#ifndef LF__CLEANUP_PUSH
+#define LF__CLEANUP_PUSH(fn, arg) pthread_cleanup_push(fn, arg)
+#define LF__CLEANUP_POP(run) pthread_cleanup_pop(run)
+#endif
+
 /* CANCELLATION: a system call that POSIX makes a cancellation point but that is not
  * one of our waits (a write to a wake-up descriptor, a close, a request's write) runs
  * between these two, so a cancel cannot end the thread with a lock held or half a
@@ -1273,10 +1290,10 @@ static inline int lf__cv_wait(lf_pool *p, lf_follower *f, const struct timespec 
     int rc;
     g.p = p;
     g.f = f;
-    pthread_cleanup_push(lf__unpark, &g);
+    LF__CLEANUP_PUSH(lf__unpark, &g);
     rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
                   : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return rc;
 }
 #else
@@ -1286,9 +1303,9 @@ static inline int lf__park_guarded(lf_pool *p, lf_follower *f, const struct time
     int rc;
     g.p = p;
     g.f = f;
-    pthread_cleanup_push(lf__unpark, &g);
+    LF__CLEANUP_PUSH(lf__unpark, &g);
     rc = lf__park(p, f, deadline);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return rc;
 }
 #endif
@@ -1734,9 +1751,9 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
     j.deadline = deadline;
     j.batch = lf__sched_batch();
     j.rc = 0;
-    pthread_cleanup_push(lf__join_cancelled, &j);
+    LF__CLEANUP_PUSH(lf__join_cancelled, &j);
     lf__join_loop(&j);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
 
     lf__sched_restore(j.batch);
     pthread_mutex_lock(&p->lf__lock);

@@ -1013,10 +1013,10 @@ static inline void lf__bound_token_cancelled(void *arg)
 static inline int lf__bound_token_wait(lf_bound *b, const struct timespec *deadline)
 {
     int rc;
-    pthread_cleanup_push(lf__bound_token_cancelled, b);
+    LF__CLEANUP_PUSH(lf__bound_token_cancelled, b);
     rc = deadline ? pthread_cond_timedwait(&b->lf__send_cv, &b->lf__send, deadline)
                   : pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return rc;
 }
 
@@ -1265,9 +1265,9 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
     g.deadline = deadline;
     g.outer = NULL;
     g.rc = 0;
-    pthread_cleanup_push(lf__bound_join_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__bound_join_cancelled, &g);
     lf__bound_join_bare(&g);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return g.rc;
 }
 
@@ -1305,9 +1305,9 @@ static inline int lf__bound_call_send(lf_bound *b, lf_bound_ctx *c, const void *
     g.deadline = deadline;
     g.outer = NULL;
     g.rc = 0;
-    pthread_cleanup_push(lf__bound_call_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__bound_call_cancelled, &g);
     g.rc = lf__bound_send(b, req, len, deadline);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return g.rc;
 }
 
@@ -1627,9 +1627,9 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
     g.outer = lf__bound_self; /* a join nested in an upcall */
     g.rc = 0;
     lf__bound_self = c;
-    pthread_cleanup_push(lf__bound_join_reactor_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__bound_join_reactor_cancelled, &g);
     lf__bound_turn_until(&g);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     lf__bound_self = g.outer;
     return g.rc;
 }

@@ -263,7 +263,10 @@
  *   cleanup handler (lf_pool_leave). Cancellation type asynchronous (switched on by
  *   you) is supported nowhere in these headers: no lock is async-cancel-safe.
  *   The follower record must stay valid until the cleanup is done, which it is when
- *   it lives on the cancelled thread's stack. lf_reactor.h and lf_bound.h add their
+ *   it lives on the cancelled thread's stack. Built with ThreadSanitizer (which
+ *   cannot follow a cancel inside a system call), the waits other than
+ *   pthread_cond_wait take it at a pthread_testcancel before each slice of at most
+ *   10 ms instead: the same outcome, up to 10 ms later. lf_reactor.h and lf_bound.h add their
  *   own waits to the list and say how each cleans up.
  */
 #ifndef LF_PROMOTE_LIFO
@@ -372,6 +375,24 @@
 #define LF__PRIO_INHERIT 1
 #endif
 #endif
+
+/* ThreadSanitizer cannot follow a thread cancelled inside a system call: one it
+ * intercepts (poll, epoll_wait, select) leaves the thread's cleanup handlers running
+ * with its interceptors switched off, so their locks and hand-offs are invisible and
+ * the next thread's accesses look like races; one it does not intercept (a raw
+ * futex wait) holds the cancel signal back until the call returns. In a TSan build
+ * the library's blocking waits other than pthread_cond_wait (which TSan handles)
+ * therefore run with cancellation off, at most LF__TSAN_SLICE_MS at a time, and the
+ * cancellation point is pthread_testcancel before each: the same contract, acted on
+ * up to that much later. Every other build cancels inside the system call. */
+#if defined(__SANITIZE_THREAD__)
+#define LF__TSAN_WAITS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LF__TSAN_WAITS 1
+#endif
+#endif
+#define LF__TSAN_SLICE_MS 10
 
 #ifndef LF_ASSERT
 #include <assert.h>
@@ -813,9 +834,22 @@ static inline long lf__futex_wait_raw(lf_follower *f, const struct timespec *dea
  * block), but a raw system call is not one to libc: so asynchronous cancellation for
  * the system call alone, which is what libc does around its own blocking calls. Every
  * instruction of that window leaves the follower's state for the cleanup to read under
- * the lock (lf__unpark). The caller's type is back before anything else runs. */
+ * the lock (lf__unpark). The caller's type is back before anything else runs.
+ * (ThreadSanitizer builds: see LF__TSAN_WAITS.) */
 static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadline)
 {
+#ifdef LF__TSAN_WAITS
+    struct timespec slice;
+    long rc;
+    int last;
+    lf_deadline_in(&slice, LF__TSAN_SLICE_MS * 1000000LL);
+    last = deadline != NULL && lf__ts_ns(deadline) <= lf__ts_ns(&slice);
+    pthread_testcancel();
+    rc = lf__futex_wait_raw(f, last ? deadline : &slice);
+    if (rc != 0 && errno == ETIMEDOUT && !last)
+        errno = EINTR; /* a slice, not the deadline: the park looks again */
+    return rc;
+#else
     int type, err;
     long rc;
 
@@ -825,6 +859,7 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
     pthread_setcanceltype(type, &type);
     errno = err;
     return rc;
+#endif
 }
 
 /* FUTEX_WAKE has no time in it: SYS_futex where there is one. */
@@ -1235,6 +1270,38 @@ static inline int lf__nocancel_begin(void)
 static inline void lf__nocancel_end(int cs)
 {
     pthread_setcancelstate(cs, &cs);
+}
+
+/* Around a blocking system call that is one of our cancellation points (the
+ * reactor's and the bound's waits): nothing, or in a TSan build (LF__TSAN_WAITS) the
+ * cancellation point before it and cancellation off during it, for at most
+ * lf__blocking_ms(ms) (an early return is a spurious wake-up to every caller). */
+static inline int lf__blocking_begin(void)
+{
+#ifdef LF__TSAN_WAITS
+    pthread_testcancel();
+    return lf__nocancel_begin();
+#else
+    return 0;
+#endif
+}
+
+static inline void lf__blocking_end(int cs)
+{
+#ifdef LF__TSAN_WAITS
+    lf__nocancel_end(cs);
+#else
+    (void)cs;
+#endif
+}
+
+static inline int lf__blocking_ms(int ms)
+{
+#ifdef LF__TSAN_WAITS
+    return ms < 0 || ms > LF__TSAN_SLICE_MS ? LF__TSAN_SLICE_MS : ms;
+#else
+    return ms;
+#endif
 }
 
 /* CANCELLATION of a parked follower (the cleanup handler of its wait). The futex

@@ -728,36 +728,17 @@ static inline int lf__bound_fill(lf_bound *b, lf_bound_ctx *self)
     return -1;
 }
 
-/* ThreadSanitizer: a thread cancelled inside a blocking call that TSan intercepts
- * (poll) runs its cleanup handlers with TSan's interceptors and atomics still
- * switched off, so the cleanup's locks and hand-offs are invisible to it and the
- * next leader's reads of the receive state look like races. In a TSan build the
- * leader's poll therefore waits with cancellation off, 10 ms at a time, and the
- * cancellation point is pthread_testcancel before each poll: the same contract,
- * acted on up to 10 ms later. */
-#if defined(__SANITIZE_THREAD__)
-#define LF__BOUND_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define LF__BOUND_TSAN 1
-#endif
-#endif
-
 /* The leader's wait (poll on the connection and the wake-up descriptor), entered
  * and left with cancellation off; cs is the caller's state, which the wait has. */
 static inline int lf__bound_poll_cancelable(struct pollfd *pfd, int ms, int cs)
 {
     int ready;
-#ifdef LF__BOUND_TSAN
+    int inner;
     lf__nocancel_end(cs);
-    pthread_testcancel();
+    inner = lf__blocking_begin(); /* (ThreadSanitizer: see LF__TSAN_WAITS in lf.h) */
+    ready = poll(pfd, 2, lf__blocking_ms(ms));
+    lf__blocking_end(inner);
     (void)lf__nocancel_begin();
-    ready = poll(pfd, 2, ms < 0 || ms > 10 ? 10 : ms);
-#else
-    lf__nocancel_end(cs);
-    ready = poll(pfd, 2, ms);
-    (void)lf__nocancel_begin();
-#endif
     return ready;
 }
 

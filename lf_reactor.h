@@ -1470,9 +1470,12 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     /* CANCELLATION: a cancel may end the wait after the kernel filled the array (and
      * took the one-shot arms of what it reports). Marked empty first, the cleanup can
      * tell which entries came back (epoll never reports an empty mask). */
+    int cs;
     for (int i = 0; i < hv->cap; i++)
         hv->ev[i].events = 0;
-    n = epoll_wait(r->lf__epfd, hv->ev, hv->cap, timeout_ms);
+    cs = lf__blocking_begin(); /* (ThreadSanitizer: see LF__TSAN_WAITS in lf.h) */
+    n = epoll_wait(r->lf__epfd, hv->ev, hv->cap, lf__blocking_ms(timeout_ms));
+    lf__blocking_end(cs);
     if (n < 0)
         return errno == EINTR ? 0 : errno;
     hv->n = n;
@@ -1663,7 +1666,7 @@ static inline int lf__be_open(lf_reactor *r)
 
 static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
 {
-    int rc, n;
+    int rc, n, cs;
 
     /* the interest goes into pfd[].events for now (as LF_EV_* bits) */
     {
@@ -1681,7 +1684,9 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     r->lf__pfd[r->lf__cn].fd = r->lf__wakefd[0];
     r->lf__pfd[r->lf__cn].events = POLLIN;
     r->lf__pfd[r->lf__cn].revents = 0;
-    n = poll(r->lf__pfd, (nfds_t)r->lf__cn + 1, timeout_ms);
+    cs = lf__blocking_begin(); /* (ThreadSanitizer: see LF__TSAN_WAITS in lf.h) */
+    n = poll(r->lf__pfd, (nfds_t)r->lf__cn + 1, lf__blocking_ms(timeout_ms));
+    lf__blocking_end(cs);
     if (n < 0)
         return errno == EINTR ? 0 : errno;
     hv->n = hv->i = 0;
@@ -1723,7 +1728,7 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     fd_set rs, ws;
     struct timeval tv;
     uint32_t *want;
-    int rc, maxfd = r->lf__wakefd[0], n;
+    int rc, maxfd = r->lf__wakefd[0], n, cs;
 
     if ((rc = lf__collect(r)) != 0)
         return rc;
@@ -1740,9 +1745,12 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
         if (fd > maxfd)
             maxfd = fd;
     }
+    timeout_ms = lf__blocking_ms(timeout_ms); /* (ThreadSanitizer: LF__TSAN_WAITS, lf.h) */
     tv.tv_sec = timeout_ms / 1000;
     tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+    cs = lf__blocking_begin();
     n = select(maxfd + 1, &rs, &ws, NULL, timeout_ms < 0 ? NULL : &tv);
+    lf__blocking_end(cs);
     hv->n = hv->i = 0;
     if (n < 0 && errno == EBADF) {
         /* a collected descriptor was closed before select ran (LF_EV_KEEPFD: its
@@ -1830,9 +1838,9 @@ static inline void lf__call_close(lf_reactor *r, lf_handler *h, lf__closing *me,
     g.outer = outer;
     g.fd = fd;
     g.own_fd = own_fd;
-    pthread_cleanup_push(lf__close_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__close_cancelled, &g);
     h->handle_close(h);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
 }
 
 static inline void lf__close(lf_reactor *r, lf_handler *h)
@@ -1979,9 +1987,9 @@ static inline int lf__call_event(lf_reactor *r, lf_handler *h, uint32_t events, 
     g.r = r;
     g.h = h;
     g.outer = outer;
-    pthread_cleanup_push(lf__event_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__event_cancelled, &g);
     rc = h->handle_event(h, h->fd, events);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return rc;
 }
 
@@ -2102,9 +2110,9 @@ static inline int lf__be_wait_guarded(lf_reactor *r, lf__harvest *hv, int ms, in
     g.r = r;
     g.hv = hv;
     g.counted = counted;
-    pthread_cleanup_push(lf__wait_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__wait_cancelled, &g);
     rc = lf__be_wait(r, hv, ms);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return rc;
 }
 
@@ -2237,9 +2245,9 @@ static inline int lf__turn_led(lf_reactor *r, lf_follower *self, long long until
     g.self = self;
     g.until_dl = until_dl;
     g.rc = 0;
-    pthread_cleanup_push(lf__turn_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__turn_cancelled, &g);
     lf__turn_body(&g);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     lf_pool_leave(&r->pool, self);
     return g.rc;
 }
@@ -2792,9 +2800,9 @@ static inline int lf__entered(lf_reactor *r, lf_follower *self, int own,
     g.own = own;
     g.deadline = deadline;
     g.rc = 0;
-    pthread_cleanup_push(lf__entry_cancelled, &g);
+    LF__CLEANUP_PUSH(lf__entry_cancelled, &g);
     loop(&g);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     lf__leave(r);
     return g.rc;
 }
@@ -3023,10 +3031,10 @@ static inline void lf__group_wait_cancelled(void *arg)
 static inline int lf__group_cv_wait(lf_reactor_group *g, const struct timespec *deadline)
 {
     int rc;
-    pthread_cleanup_push(lf__group_wait_cancelled, g);
+    LF__CLEANUP_PUSH(lf__group_wait_cancelled, g);
     rc = deadline ? pthread_cond_timedwait(&g->lf__cond, &g->lf__lock, deadline)
                   : pthread_cond_wait(&g->lf__cond, &g->lf__lock);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     return rc;
 }
 
@@ -3110,9 +3118,9 @@ static inline void lf__group_lead_loop(lf__group_guard *t)
 
 static inline void lf__group_lead(lf__group_guard *t)
 {
-    pthread_cleanup_push(lf__group_lead_cancelled, t);
+    LF__CLEANUP_PUSH(lf__group_lead_cancelled, t);
     lf__group_lead_loop(t);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
 }
 
 /* Runs as the pool's processing thread, which is the claimed set's leader now. */
@@ -3227,9 +3235,9 @@ static inline int lf_reactor_group_run(lf_reactor_group *g, const struct timespe
     lf__rcu_enter();
     if ((rc = lf_follower_init(&self, 0)) != 0)
         return rc;
-    pthread_cleanup_push(lf__follower_cancelled, &self);
+    LF__CLEANUP_PUSH(lf__follower_cancelled, &self);
     rc = lf_pool_join(&g->pool, &self, &src, deadline);
-    pthread_cleanup_pop(0);
+    LF__CLEANUP_POP(0);
     lf_follower_destroy(&self);
     return rc;
 }

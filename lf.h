@@ -1177,7 +1177,7 @@ static inline int lf_pool_init(lf_pool *p)
     p->lf__followers = p->lf__processing = p->lf__joined = 0;
     p->lf__stats.promotions = p->lf__stats.promotions_vacant = 0;
     p->lf__stats.leads = p->lf__stats.timeouts = p->lf__stats.dispatch_errors = 0;
-    p->lf__stats.notifications = p->lf__stats.takeovers = 0;
+    p->lf__stats.notifications = p->lf__stats.takeovers = p->lf__stats.cancelled = 0;
     p->lf__stats.leader = p->lf__stats.followers = 0;
     p->lf__stats.processing = p->lf__stats.joined = 0;
     p->lf__stats.prio_inherit = inherits;

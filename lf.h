@@ -850,13 +850,27 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
         errno = EINTR; /* a slice, not the deadline: the park looks again */
     return rc;
 #else
-    int type, err;
+    int type, state, err;
     long rc;
 
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
     rc = lf__futex_wait_raw(f, deadline);
     err = errno;
+    /* Leaving the window. glibc before 2.41 sends the cancel signal of an
+     * asynchronous window and lets the target go on meanwhile; a signal still on its
+     * way when the type is deferred again acts inside the thread's next libc call
+     * that is a cancellation point, even one made with cancellation disabled (a read
+     * in a handler: seen in t_reactor_cancel). libc's own wrappers wait for such a
+     * signal before they return. So: cancellation off, the type back, one pass
+     * through a wrapper (close(-1): EBADF, nothing else), and then the caller's state
+     * and a cancellation point of our own. A cancel that lands anywhere here is still
+     * inside the park, which lf__unpark cleans up. Elsewhere it costs one system call
+     * per wake-up and changes nothing. */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
     pthread_setcanceltype(type, &type);
+    (void)close(-1);
+    pthread_setcancelstate(state, &state);
+    pthread_testcancel();
     errno = err;
     return rc;
 #endif

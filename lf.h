@@ -1269,6 +1269,19 @@ static inline lf_follower *lf__handoff(lf_pool *p)
 #define LF__CLEANUP_POP(run) pthread_cleanup_pop(run)
 #endif
 
+/* A condition wait up to deadline (NULL: none) that is a cancellation point with a
+ * cleanup; the cleanup runs with m held (pthread_cond_wait takes it back first). */
+static inline int lf__cond_wait_guarded(pthread_cond_t *c, pthread_mutex_t *m,
+                                        const struct timespec *deadline,
+                                        void (*cleanup)(void *), void *arg)
+{
+    int rc;
+    LF__CLEANUP_PUSH(cleanup, arg);
+    rc = deadline ? pthread_cond_timedwait(c, m, deadline) : pthread_cond_wait(c, m);
+    LF__CLEANUP_POP(0);
+    return rc;
+}
+
 /* CANCELLATION: a system call that POSIX makes a cancellation point but that is not
  * one of our waits (a write to a wake-up descriptor, a close, a request's write) runs
  * between these two, so a cancel cannot end the thread with a lock held or half a
@@ -1368,14 +1381,9 @@ static inline void lf__unpark(void *arg)
 static inline int lf__cv_wait(lf_pool *p, lf_follower *f, const struct timespec *deadline)
 {
     lf__park_guard g;
-    int rc;
     g.p = p;
     g.f = f;
-    LF__CLEANUP_PUSH(lf__unpark, &g);
-    rc = deadline ? pthread_cond_timedwait(&p->lf__cond, &p->lf__lock, deadline)
-                  : pthread_cond_wait(&p->lf__cond, &p->lf__lock);
-    LF__CLEANUP_POP(0);
-    return rc;
+    return lf__cond_wait_guarded(&p->lf__cond, &p->lf__lock, deadline, lf__unpark, &g);
 }
 #else
 static inline int lf__park_guarded(lf_pool *p, lf_follower *f, const struct timespec *deadline)

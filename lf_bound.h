@@ -993,12 +993,8 @@ static inline void lf__bound_token_cancelled(void *arg)
 /* One wait for the token, lf__send held: a cancellation point. */
 static inline int lf__bound_token_wait(lf_bound *b, const struct timespec *deadline)
 {
-    int rc;
-    LF__CLEANUP_PUSH(lf__bound_token_cancelled, b);
-    rc = deadline ? pthread_cond_timedwait(&b->lf__send_cv, &b->lf__send, deadline)
-                  : pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
-    LF__CLEANUP_POP(0);
-    return rc;
+    return lf__cond_wait_guarded(&b->lf__send_cv, &b->lf__send, deadline,
+                                 lf__bound_token_cancelled, b);
 }
 
 /* The send token: one request on the wire at a time, waited for up to the deadline

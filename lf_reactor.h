@@ -3030,12 +3030,7 @@ static inline void lf__group_wait_cancelled(void *arg)
 
 static inline int lf__group_cv_wait(lf_reactor_group *g, const struct timespec *deadline)
 {
-    int rc;
-    LF__CLEANUP_PUSH(lf__group_wait_cancelled, g);
-    rc = deadline ? pthread_cond_timedwait(&g->lf__cond, &g->lf__lock, deadline)
-                  : pthread_cond_wait(&g->lf__cond, &g->lf__lock);
-    LF__CLEANUP_POP(0);
-    return rc;
+    return lf__cond_wait_guarded(&g->lf__cond, &g->lf__lock, deadline, lf__group_wait_cancelled, g);
 }
 
 static inline int lf__group_wait(void *ctx, lf_event *ev, const struct timespec *deadline)

@@ -193,6 +193,23 @@ static inline long long lft_scaled(long long n)
         }                                                                               \
     } while (0)
 
+/* Join t (counts as progress) and return what it returned: its value, or
+ * PTHREAD_CANCELED. */
+static inline void *lft_join(pthread_t t)
+{
+    void *rv = NULL;
+    CHECK(pthread_join(t, &rv) == 0);
+    lft_progress();
+    return rv;
+}
+
+/* Cancel t and join it: it must end cancelled. */
+static inline void lft_cancel_join(pthread_t t)
+{
+    CHECK(pthread_cancel(t) == 0);
+    CHECK(lft_join(t) == PTHREAD_CANCELED);
+}
+
 /* A small deterministic PRNG (xorshift64*), one state per thread. */
 static inline unsigned long long lft_rand(unsigned long long *s)
 {

@@ -383,19 +383,6 @@ static void start(pthread_t *t, void *(*fn)(void *), int id)
     CHECK(pthread_create(t, NULL, fn, (void *)(intptr_t)id) == 0);
 }
 
-static void *joined(pthread_t t)
-{
-    void *rv = NULL;
-    CHECK(pthread_join(t, &rv) == 0);
-    lft_progress();
-    return rv;
-}
-
-static void cancel_and_join(pthread_t t)
-{
-    CHECK(pthread_cancel(t) == 0);
-    CHECK(joined(t) == PTHREAD_CANCELED);
-}
 
 static struct lf_pool_stats stats(void)
 {
@@ -480,7 +467,7 @@ static void part_a(void)
     int w = lft_load(&S.waiter), j = 0;
     while (j == w || !alive[j])
         j++;
-    cancel_and_join(t[j]);
+    lft_cancel_join(t[j]);
     alive[j] = 0;
     n--;
     cancelled++;
@@ -495,7 +482,7 @@ static void part_a(void)
 
     /* A2: the leader in the source's wait: the slot goes on */
     w = lft_load(&S.waiter);
-    cancel_and_join(t[w]);
+    lft_cancel_join(t[w]);
     alive[w] = 0;
     n--;
     cancelled++;
@@ -513,7 +500,7 @@ static void part_a(void)
     AWAIT(stats().processing == 1 && stats().leader == 1 && lft_load(&S.in_wait) == 1,
           "A3: the other thread leads");
     produce_all(100); /* the other one alone dispatches them */
-    cancel_and_join(t[b]);
+    lft_cancel_join(t[b]);
     alive[b] = 0;
     n--;
     cancelled++;
@@ -527,7 +514,7 @@ static void part_a(void)
     /* A4: a bare lf_pool_lead follower (the slot is the joined thread's) */
     start(&lone, hand_main, 50);
     AWAIT(stats().followers == 1, "A4: the bare lead parks");
-    cancel_and_join(lone);
+    lft_cancel_join(lone);
     cancelled++;
     s = stats();
     CHECK_EQ(s.followers, 0);
@@ -551,7 +538,7 @@ static void part_a(void)
     CHECK_EQ(lf_pool_shutdown(&pool), 0);
     for (int i = 0; i < K + 2; i++)
         if (alive[i])
-            CHECK_EQ((intptr_t)joined(t[i]), ECANCELED);
+            CHECK_EQ((intptr_t)lft_join(t[i]), ECANCELED);
     CHECK_EQ(lft_load(&S.interrupts), 1);
     check_empty(cancelled);
     CHECK_EQ(lf_pool_destroy(&pool), 0);
@@ -588,8 +575,8 @@ static void part_a(void)
             CHECK_EQ(lf_pool_promote(&pool, &me), 0);
             CHECK(pthread_cancel(x) == 0);
         }
-        CHECK(joined(x) == PTHREAD_CANCELED);
-        CHECK(joined(y) == NULL);
+        CHECK(lft_join(x) == PTHREAD_CANCELED);
+        CHECK(lft_join(y) == NULL);
         CHECK_EQ(lft_load(&a5_other_led), 1);
         s = stats();
         CHECK_EQ(s.leader, 1); /* the other follower's */
@@ -638,7 +625,7 @@ static void part_b(void)
             for (unsigned i = 0; i < n; i++)
                 CHECK(pthread_cancel(t[order[i]]) == 0);
             for (unsigned i = 0; i < n; i++)
-                CHECK(joined(t[i]) == PTHREAD_CANCELED);
+                CHECK(lft_join(t[i]) == PTHREAD_CANCELED);
             /* nobody left in any role: the dead leader did not keep the slot */
             check_empty(n);
             CHECK_EQ(lft_load(&S.in_wait), 0);
@@ -732,13 +719,13 @@ static void part_c(void)
     /* C1: the slot vacant: lf_pool_join leads and the cancel acts in the source's
      * wait; the slot is free again */
     start(&t, c_join, 1);
-    CHECK(joined(t) == PTHREAD_CANCELED);
+    CHECK(lft_join(t) == PTHREAD_CANCELED);
     check_empty(++cancelled);
     CHECK_EQ(lft_load(&S.in_wait), 0);
 
     /* C2: calls that do not wait, with a cancel pending */
     start(&t, c_calls, 2);
-    CHECK(joined(t) == PTHREAD_CANCELED);
+    CHECK(lft_join(t) == PTHREAD_CANCELED);
     CHECK_EQ(lft_load(&c_survived), 1);
     s = stats();
     CHECK_EQ(s.cancelled, cancelled); /* none of them was a cancellation point */
@@ -749,10 +736,10 @@ static void part_c(void)
     start(&l, join_main, 3);
     AWAIT(settled(1, 1), "C: a leader waits");
     start(&t, c_join, 4);
-    CHECK(joined(t) == PTHREAD_CANCELED);
+    CHECK(lft_join(t) == PTHREAD_CANCELED);
     cancelled++;
     start(&t, c_lead, 5);
-    CHECK(joined(t) == PTHREAD_CANCELED);
+    CHECK(lft_join(t) == PTHREAD_CANCELED);
     cancelled++;
     s = stats();
     CHECK_EQ(s.cancelled, cancelled);
@@ -766,10 +753,10 @@ static void part_c(void)
     lft_store(&c_survived, 0);
     c_shutdown_too = 1;
     start(&t, c_calls, 6);
-    CHECK(joined(t) == PTHREAD_CANCELED);
+    CHECK(lft_join(t) == PTHREAD_CANCELED);
     CHECK_EQ(lft_load(&c_survived), 1);
     CHECK_EQ(lft_load(&S.interrupts), 1);
-    CHECK_EQ((intptr_t)joined(l), ECANCELED);
+    CHECK_EQ((intptr_t)lft_join(l), ECANCELED);
     check_empty(cancelled);
     CHECK_EQ(lf_pool_destroy(&pool), 0);
     src_close();
@@ -824,7 +811,7 @@ static void part_d(void)
         struct timespec ts = {0, (long)(lft_rand(&seed) % 400000)};
         nanosleep(&ts, NULL);
         CHECK(pthread_cancel(t[i]) == 0);
-        CHECK(joined(t[i]) == PTHREAD_CANCELED);
+        CHECK(lft_join(t[i]) == PTHREAD_CANCELED);
         join_cancelled += kind[i];
         kind[i] = lft_rand(&seed) % 3 != 0;
         start(&t[i], kind[i] ? join_main : hand_main, next_id++ % 1000);
@@ -849,7 +836,7 @@ static void part_d(void)
     for (int i = 1; i < D_THREADS; i += 2)
         CHECK(pthread_cancel(t[i]) == 0);
     for (int i = 0; i < D_THREADS; i++) {
-        void *rv = joined(t[i]);
+        void *rv = lft_join(t[i]);
         if (rv == PTHREAD_CANCELED) {
             by_cancel++;
             join_cancelled += kind[i];

@@ -140,19 +140,6 @@ static void *group_runner(void *arg)
     return (void *)(intptr_t)rc;
 }
 
-static void *joined(pthread_t t)
-{
-    void *rv = NULL;
-    CHECK(pthread_join(t, &rv) == 0);
-    lft_progress();
-    return rv;
-}
-
-static void cancel_and_join(pthread_t t)
-{
-    CHECK(pthread_cancel(t) == 0);
-    CHECK(joined(t) == PTHREAD_CANCELED);
-}
 
 /* ------------------------------------------------------------------ witness
  * A handler that is never removed: a round trip through it shows the reactor turns. */
@@ -223,7 +210,7 @@ static void part_a(unsigned flags)
             for (int i = n - 1; i >= 0; i--)
                 CHECK(pthread_cancel(t[i]) == 0);
             for (int i = 0; i < n; i++)
-                CHECK(joined(t[i]) == PTHREAD_CANCELED);
+                CHECK(lft_join(t[i]) == PTHREAD_CANCELED);
             s = rstats(&R);
             CHECK_EQ(s.pool.leader + s.pool.followers + s.pool.processing + s.pool.joined, 0);
             CHECK_EQ(s.waiting, 0);
@@ -340,7 +327,7 @@ static void part_b(unsigned flags)
         int i = (int)(lft_rand(&seed) % B_THREADS);
         struct timespec ts = {0, (long)(lft_rand(&seed) % 2000000)};
         nanosleep(&ts, NULL);
-        cancel_and_join(t[i]);
+        lft_cancel_join(t[i]);
         CHECK(pthread_create(&t[i], NULL, runner, &R) == 0);
     }
     lft_store(&b_killing, 0);
@@ -358,7 +345,7 @@ static void part_b(unsigned flags)
     CHECK_EQ(s.closed, B_CONNS);
     CHECK_EQ(lf_reactor_stop(&R), 0);
     for (int i = 0; i < B_THREADS; i++)
-        CHECK_EQ((intptr_t)joined(t[i]), ECANCELED);
+        CHECK_EQ((intptr_t)lft_join(t[i]), ECANCELED);
     CHECK_EQ(lf_reactor_destroy(&R), 0);
     for (int i = 0; i < B_CONNS; i++)
         close(cs[i].peer);
@@ -455,7 +442,7 @@ static void part_c(void)
         for (k = 0; k < N && !(alive[k] && pthread_equal(t[k], p.who)); k++) {
         }
         CHECK(k < N);
-        cancel_and_join(t[k]);
+        lft_cancel_join(t[k]);
         alive[k] = 0;
         cancelled++;
         AWAIT(lft_load(&p.closes) == 1, "C: handle_close after the cancel");
@@ -472,7 +459,7 @@ static void part_c(void)
     CHECK_EQ(lf_reactor_stop(&R), 0);
     for (int i = 0; i < N; i++)
         if (alive[i])
-            CHECK_EQ((intptr_t)joined(t[i]), ECANCELED);
+            CHECK_EQ((intptr_t)lft_join(t[i]), ECANCELED);
     CHECK_EQ(lf_reactor_destroy(&R), 0);
     close(w.peer);
 }
@@ -501,7 +488,7 @@ static void part_d(void)
     }
     CHECK(k < N); /* a thread that turns the reactor runs it */
     witness_roundtrip(&w);
-    cancel_and_join(t[k]);
+    lft_cancel_join(t[k]);
     alive[k] = 0;
     AWAIT(peer_sees_close(q.peer), "D: the close completed: fd closed");
     AWAIT(rstats(&R).closed == closed + 1, "D: the close counted");
@@ -510,7 +497,7 @@ static void part_d(void)
     CHECK_EQ(lf_reactor_stop(&R), 0);
     for (int i = 0; i < N; i++)
         if (alive[i])
-            CHECK_EQ((intptr_t)joined(t[i]), ECANCELED);
+            CHECK_EQ((intptr_t)lft_join(t[i]), ECANCELED);
     CHECK_EQ(lf_reactor_destroy(&R), 0);
     CHECK_EQ(lft_load(&q.close_entered), 1); /* never run again, also not by destroy */
     CHECK_EQ(lft_load(&q.closes), 0);
@@ -534,7 +521,7 @@ static void part_e(void)
     witness_roundtrip(&w);
     for (int i = 0; i < N; i++) {
         unsigned left = (unsigned)(N - 1 - i);
-        cancel_and_join(t[i]);
+        lft_cancel_join(t[i]);
         if (left > 0) {
             witness_roundtrip(&w);
             AWAIT(rstats(&R).pool.leader == 1 && rstats(&R).pool.followers == left - 1,
@@ -551,7 +538,7 @@ static void part_e(void)
     CHECK(pthread_create(&t[0], NULL, events_loop, NULL) == 0);
     witness_roundtrip(&w);
     CHECK_EQ(lf_reactor_stop(&R), 0);
-    CHECK_EQ((intptr_t)joined(t[0]), ECANCELED);
+    CHECK_EQ((intptr_t)lft_join(t[0]), ECANCELED);
     CHECK_EQ(lf_reactor_destroy(&R), 0);
     close(w.peer);
 }
@@ -575,13 +562,13 @@ static void part_f(void)
         CHECK(pthread_create(&t[i], NULL, group_runner, NULL) == 0);
     witness_roundtrip(&w1);
     witness_roundtrip(&w2);
-    cancel_and_join(t[0]);
+    lft_cancel_join(t[0]);
     witness_roundtrip(&w1);
     witness_roundtrip(&w2);
     for (int i = 1; i < N; i++)
         CHECK(pthread_cancel(t[i]) == 0);
     for (int i = 1; i < N; i++)
-        CHECK(joined(t[i]) == PTHREAD_CANCELED);
+        CHECK(lft_join(t[i]) == PTHREAD_CANCELED);
     struct lf_pool_stats ps;
     CHECK_EQ(lf_pool_stats(&G.pool, &ps), 0);
     CHECK_EQ(ps.leader + ps.followers + ps.processing + ps.joined, 0);
@@ -592,7 +579,7 @@ static void part_f(void)
     witness_roundtrip(&w1);
     CHECK_EQ(lf_reactor_group_stop(&G), 0);
     for (int i = 0; i < 3; i++)
-        CHECK_EQ((intptr_t)joined(t[i]), ECANCELED);
+        CHECK_EQ((intptr_t)lft_join(t[i]), ECANCELED);
     CHECK_EQ(lf_reactor_group_destroy(&G), 0);
     CHECK_EQ(lf_reactor_destroy(&s1), 0);
     CHECK_EQ(lf_reactor_destroy(&s2), 0);

@@ -180,6 +180,8 @@
  *       in_flight, failed (the read side) and send_failed now; the waiters' pool
  *       (promotions = leadership hand-offs; hybrid: the reactor's pool, which the
  *       waiters share with its threads).
+ *   int lf_bound_depth(void)                   how many hybrid joins the calling
+ *       thread is inside (0 outside any; always 0 without lf_reactor.h). See NESTING.
  *   int lf_bound_attach(b, lf_reactor *r)            (hybrid only)
  *       Before any thread uses b. r: initialised, not LF_REACTOR_CONCURRENT, not in a
  *       group (ENOTSUP). EBUSY attached already; ECANCELED r stopped; or what
@@ -220,9 +222,16 @@
  *   Nested upcalls are ALLOWED: a handler that a waiting thread dispatches may call
  *   lf_bound_call itself; that inner call turns the reactor the same way and returns
  *   first, and the outer call returns after it (its reply, if it came meanwhile,
- *   waits in its context). Bound the nesting depth yourself (each level is a stack
- *   frame). The same holds for calls from a handle_close (it runs on a reactor
- *   thread). Do not make calls while holding a lock a handler takes.
+ *   waits in its context). NESTING: a nested join's deadline is the earliest of its
+ *   own and those of the joins below it on the thread's stack (it returns ETIMEDOUT
+ *   when an outer deadline comes first), so no call below waits past its deadline
+ *   for the calls above it longer than their handlers take to return.
+ *   lf_bound_depth() says how many hybrid joins the calling thread is inside (0
+ *   outside any). Bound the nesting depth yourself (each level is a stack frame, and
+ *   the library does not refuse to go deeper yet): a handler can look at
+ *   lf_bound_depth() and answer "busy", or defer its work. The same holds for calls
+ *   from a handle_close (it runs on a reactor thread). Do not make calls while
+ *   holding a lock a handler takes.
  *
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
@@ -852,6 +861,7 @@ typedef struct lf__bound_guard {
     lf_bound_ctx *c;
     const struct timespec *deadline;
     void *outer; /* hybrid: the context of the join this one is nested in */
+    long long outer_until; /* hybrid: the earliest deadline of the joins below, +1 (0: none) */
     int rc;
 } lf__bound_guard;
 
@@ -1364,6 +1374,20 @@ typedef struct LF__CFG(lf__bound_att) {
  * type is named after the configuration, and the files of one program may differ. */
 extern LF__THREAD_LOCAL void *lf__bound_self;
 LF__SHARED LF__THREAD_LOCAL void *lf__bound_self;
+/* the hybrid joins on this thread's stack: how many, and the earliest of their
+ * deadlines (CLOCK_MONOTONIC nanoseconds plus one; 0: none of them has one) */
+extern LF__THREAD_LOCAL int lf__bound_depth;
+LF__SHARED LF__THREAD_LOCAL int lf__bound_depth;
+extern LF__THREAD_LOCAL long long lf__bound_until;
+LF__SHARED LF__THREAD_LOCAL long long lf__bound_until;
+
+/* Contract: any thread, any hook. How many hybrid joins (lf_bound_join,
+ * lf_bound_call on an attached bound) are waiting on the calling thread's stack: 0
+ * outside any, 1 in a handler that such a join dispatched, and so on. */
+static inline int lf_bound_depth(void)
+{
+    return lf__bound_depth;
+}
 
 /* a->lock held: drop one reference (and the lock); the last one frees a. */
 static inline void lf__bound_att_put(lf__bound_att *a)
@@ -1540,6 +1564,8 @@ static inline void lf__bound_join_reactor_cancelled(void *arg)
     lf__bound_guard *g = (lf__bound_guard *)arg;
     lf__bound_abandon(g->b, g->c);
     lf__bound_self = g->outer;
+    lf__bound_until = g->outer_until;
+    lf__bound_depth--;
 }
 
 /* The turns of a hybrid join (its own function: the cleanup is pushed around it). */
@@ -1598,20 +1624,39 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
                                          const struct timespec *deadline)
 {
     lf__bound_guard g;
+    struct timespec inherited;
     g.b = b;
     g.c = c;
     g.deadline = deadline;
     g.outer = lf__bound_self; /* a join nested in an upcall */
+    g.outer_until = lf__bound_until;
     g.rc = 0;
+    /* a join nested in another one waits no longer than the earliest deadline below
+     * it (NESTING under HYBRID in the doc block) */
+    if (g.outer_until != 0 && (deadline == NULL || lf__ts_ns(deadline) >= g.outer_until - 1)) {
+        inherited.tv_sec = (time_t)((g.outer_until - 1) / 1000000000LL);
+        inherited.tv_nsec = (long)((g.outer_until - 1) % 1000000000LL);
+        g.deadline = &inherited;
+    }
     lf__bound_self = c;
+    lf__bound_until = g.deadline ? lf__ts_ns(g.deadline) + 1 : 0;
+    lf__bound_depth++;
     LF__CLEANUP_PUSH(lf__bound_join_reactor_cancelled, &g);
     lf__bound_turn_until(&g);
     LF__CLEANUP_POP(0);
+    lf__bound_depth--;
+    lf__bound_until = g.outer_until;
     lf__bound_self = g.outer;
     return g.rc;
 }
 
 #else
+
+/* Without lf_reactor.h no join is hybrid. */
+static inline int lf_bound_depth(void)
+{
+    return 0;
+}
 
 static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
                                          const struct timespec *deadline)

@@ -426,7 +426,16 @@
  *         reactivated itself), its timers with it; handle_close comes as after any
  *         removal, on a thread that turns the reactor or in lf_reactor_destroy, and
  *         the fd is closed if the reactor owns it. stats.cancelled counts these.
- *     inside handle_close                 the close completes (fd closed, counted)
+ *     inside handle_close                 the close completes (fd closed, counted);
+ *         in one that lf_reactor_destroy runs, the destroy stops there: call it
+ *         again (any thread) and it finishes what is left
+ *   Handlers that read or write are full of cancellation points: a cancel that lands
+ *   in one removes its connection. To keep connections across "cancel the workers",
+ *   disable cancellation inside the handler (pthread_setcancelstate) and leave the
+ *   cancels to the waits. Sanitizers: ThreadSanitizer cannot follow a cancel inside
+ *   a blocking call it intercepts (the library's waits are arranged for it, see lf.h;
+ *   yours in handlers are not), and gcc 12's AddressSanitizer may abort when a cancel
+ *   unwinds through instrumented frames, with or without this library.
  *   Nothing else of this header is a cancellation point: the writes and reads of the
  *   wake-up descriptor and the closes it makes run with cancellation disabled (a
  *   kick lost to a cancel would leave a sleeping leader asleep), and the caller's
@@ -669,6 +678,7 @@ struct LF__RCFG(lf_reactor) {
     lf__closing *lf__closers;        /* handle_close calls running now */
     LF__ATOMIC(int) lf__stopped;
     int lf__destroying;              /* lf_reactor_destroy is running hooks */
+    int lf__destroy_begun;           /* ... or began and was cancelled in one: resume */
     int lf__concurrent;              /* LF_REACTOR_CONCURRENT: many threads wait at once */
     LF__ATOMIC(int) lf__running;     /* threads inside run/handle_events/turn */
     LF__ATOMIC(unsigned) lf__cturn;  /* concurrent: alternates queue-first / I/O-first */
@@ -1469,9 +1479,11 @@ static inline int lf__be_wait(lf_reactor *r, lf__harvest *hv, int timeout_ms)
     int n;
     /* CANCELLATION: a cancel may end the wait after the kernel filled the array (and
      * took the one-shot arms of what it reports). Marked empty first, the cleanup can
-     * tell which entries came back (epoll never reports an empty mask). */
+     * tell which entries came back (epoll never reports an empty mask). The array
+     * starts zeroed, and only the first hv->n entries (all handed out by now) were
+     * written since, so those are all that need it. */
     int cs;
-    for (int i = 0; i < hv->cap; i++)
+    for (int i = 0; i < hv->n; i++) /* the rest is zero since the wait before */
         hv->ev[i].events = 0;
     cs = lf__blocking_begin(); /* (ThreadSanitizer: see LF__TSAN_WAITS in lf.h) */
     n = epoll_wait(r->lf__epfd, hv->ev, hv->cap, lf__blocking_ms(timeout_ms));
@@ -1973,6 +1985,7 @@ typedef struct lf__event_guard {
 static inline void lf__event_cancelled(void *arg)
 {
     lf__event_guard *g = (lf__event_guard *)arg;
+    lf__fetch_add(&g->r->lf__n_dispatched, 1ULL, relaxed); /* a call, if not a whole one */
     lf__fetch_add(&g->r->lf__n_cancelled, 1ULL, relaxed);
     if (lf__dispatching != g->h)
         (void)lf__remove(g->r, g->h); /* our LF__INSIDE hold keeps it alive */
@@ -2098,6 +2111,8 @@ static inline void lf__wait_cancelled(void *arg)
             if (mine)
                 lf__queue_dispatch(r, h);
         }
+        for (int i = 0; i < hv->cap && hv->ev[i].events != 0; i++)
+            hv->ev[i].events = 0; /* (the next wait marks only hv->n of them) */
         hv->n = hv->i = 0;
     }
 #endif
@@ -2267,6 +2282,7 @@ static inline int lf__turn(lf_reactor *r, lf_follower *self, long long until_dl,
         lf_event ev;
         memset(&ev, 0, sizeof ev);
         memset(&hv, 0, sizeof hv);
+        memset(&one, 0, sizeof one); /* (lf__be_wait marks only what it used) */
         hv.ev = &one;
         hv.cap = 1;
         hv.transient = 1;
@@ -2907,20 +2923,16 @@ static inline int lf__drain_queue(lf_reactor *r)
     return n;
 }
 
-/* Contract: any thread, no hook of this reactor (EBUSY), no thread running it. */
-static inline int lf_reactor_destroy(lf_reactor *r)
+/* CANCELLATION inside a handle_close that lf_reactor_destroy runs: the close itself
+ * completes (lf__close_cancelled), and the destroy can be called again to finish. */
+static inline void lf__destroy_cancelled(void *arg)
 {
-    int rc;
-    if (!lf__reactor_ok(r))
-        return EINVAL;
-    if (r->lf__destroying || lf__load(&r->lf__running, seq_cst) != 0 ||
-        lf__load(&r->lf__group, seq_cst) != NULL)
-        return EBUSY;
-    if ((rc = lf_pool_destroy(&r->pool)) != 0)
-        return rc; /* EBUSY: threads still run it */
-    r->lf__destroying = 1;
-    lf__store(&r->lf__stopped, 1, seq_cst); /* hooks below: no new registration */
-    lf__rcu_enter();
+    ((lf_reactor *)arg)->lf__destroying = 0;
+}
+
+/* Remove every handler and run every close, until none is left. */
+static inline void lf__destroy_handlers(lf_reactor *r)
+{
     for (;;) {
         lf__table *t = r->lf__tab;
         int removed = 0, ran;
@@ -2932,7 +2944,7 @@ static inline int lf_reactor_destroy(lf_reactor *r)
         /* every grace period after those removals ended: each close is queued (no
          * thread owns a dispatch any more), and old tables are freed */
         {
-            int cs = lf__nocancel_begin(); /* half a destroy could not be finished */
+            int cs = lf__nocancel_begin(); /* (no hook runs in it) */
             LF__RCU(barrier)();
             lf__nocancel_end(cs);
         }
@@ -2941,6 +2953,27 @@ static inline int lf_reactor_destroy(lf_reactor *r)
         if (removed == 0 && ran == 0)
             break;
     }
+}
+
+/* Contract: any thread, no hook of this reactor (EBUSY), no thread running it. */
+static inline int lf_reactor_destroy(lf_reactor *r)
+{
+    int rc;
+    if (!lf__reactor_ok(r))
+        return EINVAL;
+    if (r->lf__destroying || lf__load(&r->lf__running, seq_cst) != 0 ||
+        lf__load(&r->lf__group, seq_cst) != NULL)
+        return EBUSY;
+    /* a destroy cancelled in a hook destroyed the pool already: go on from there */
+    if (!r->lf__destroy_begun && (rc = lf_pool_destroy(&r->pool)) != 0)
+        return rc; /* EBUSY: threads still run it */
+    r->lf__destroy_begun = 1;
+    r->lf__destroying = 1;
+    lf__store(&r->lf__stopped, 1, seq_cst); /* hooks below: no new registration */
+    lf__rcu_enter();
+    LF__CLEANUP_PUSH(lf__destroy_cancelled, r);
+    lf__destroy_handlers(r);
+    LF__CLEANUP_POP(0);
     r->lf__tag = 0;
     free(r->lf__tab);
     lf__be_close(r);

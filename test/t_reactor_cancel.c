@@ -587,6 +587,68 @@ static void part_f(void)
     close(w2.peer);
 }
 
+/* ------------------------------------------------------------------ H
+ * A cancel inside a handle_close that lf_reactor_destroy runs: the destroy stops
+ * there (the thread is gone), that close completes, and a second lf_reactor_destroy
+ * from another thread finishes: every handler closed once, every fd closed. */
+
+static LFT_ATOMIC(int) h_closes, h_blocked;
+static int h_pipe[2];
+
+static int h_event(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)fd;
+    (void)events;
+    return LF_KEEP;
+}
+
+static void h_close(lf_handler *h)
+{
+    char c;
+    (void)h;
+    lft_add(&h_closes, 1);
+    if (lft_add(&h_blocked, 1) == 0) /* the first one blocks in a cancellation point */
+        CHECK(read(h_pipe[0], &c, 1) < 0 && 0); /* never returns: cancelled */
+}
+
+static void *h_destroyer(void *arg)
+{
+    return (void *)(intptr_t)lf_reactor_destroy((lf_reactor *)arg);
+}
+
+static void part_h(void)
+{
+    enum { N = 4 };
+    lf_reactor R;
+    lf_handler hs[N];
+    int sv[N][2];
+    pthread_t t;
+
+    CHECK(pipe(h_pipe) == 0);
+    CHECK_EQ(lf_reactor_init(&R), 0);
+    for (int i = 0; i < N; i++) {
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]) == 0);
+        lf_handler_init(&hs[i], h_event, h_close);
+        CHECK_EQ(lf_reactor_register(&R, &hs[i], sv[i][0], LF_EV_READ), 0);
+    }
+    CHECK(pthread_create(&t, NULL, h_destroyer, &R) == 0);
+    AWAIT(lft_load(&h_blocked) == 1, "destroy to block in the first handle_close");
+    lft_cancel_join(t);
+    CHECK_EQ(lft_load(&h_closes), 1);
+    CHECK(pthread_create(&t, NULL, h_destroyer, &R) == 0);
+    CHECK(lft_join(t) == (void *)0); /* the second destroy finishes */
+    CHECK_EQ(lft_load(&h_closes), N);
+    for (int i = 0; i < N; i++) {
+        char c;
+        CHECK(read(sv[i][1], &c, 1) == 0); /* the reactor closed its end */
+        close(sv[i][1]);
+    }
+    close(h_pipe[0]);
+    close(h_pipe[1]);
+    printf("  H: destroy cancelled in a handle_close, called again: %d closes\n", N);
+}
+
 int main(void)
 {
     lft_start("t_reactor_cancel", 20);
@@ -601,6 +663,8 @@ int main(void)
     part_e();
     lft_progress();
     part_f();
+    lft_progress();
+    part_h();
     lft_progress();
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     part_a(LF_REACTOR_CONCURRENT);

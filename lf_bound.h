@@ -270,9 +270,12 @@
  *   Nothing else here is a cancellation point. A request is wholly on the wire or
  *   not sent at all: once a send has the token, its writes and its waits for room
  *   run with cancellation disabled (the poll it sleeps in, the replies it hands out
- *   meanwhile, hybrid: the reactor turn it takes, with the handlers that turn runs),
- *   and a cancel that comes then acts at the caller's next cancellation point
- *   (lf_bound_call: its join). The hooks (parse_header, frame_header, read_body)
+ *   meanwhile), and a cancel that comes then acts at the caller's next cancellation
+ *   point (lf_bound_call: its join). One exception, hybrid: a sender waiting for
+ *   room takes a reactor turn, whose handlers run with the caller's own cancel state
+ *   and whose waits are the reactor's; a cancel that acts there ends the send, and if
+ *   part of the request was out, the write side fails (later sends: EPIPE), as after
+ *   a failed write, since nothing may follow half a request. The hooks (parse_header, frame_header, read_body)
  *   always run with cancellation disabled: read_body holds the bound's lock, and a
  *   hook cut half-way would leave a frame half parsed; keep them short, as they
  *   must be anyway. Reads (the socket is non-blocking), wake-ups (a write to an
@@ -1046,7 +1049,17 @@ static inline void lf__bound_send_end(lf_bound *b, int failed)
     }
 }
 
-static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *self_ready);
+/* A request on its way out (lf__bound_send), from the send token on. */
+typedef struct lf__bound_sending {
+    lf_bound *b;
+    size_t len, left; /* the request's bytes, and those not written yet */
+    lf_follower self; /* for the leader's work or the reactor turn, made on first use */
+    int self_ready;
+    int cs;           /* the caller's cancel state (the send runs with it off) */
+    int rc;
+} lf__bound_sending;
+
+static inline int lf__bound_room_hybrid(lf__bound_sending *s);
 
 /* The socket is full. Wait for room until the deadline, looking at the connection's
  * state every 50 ms (a shutdown or a failure ends a send the peer never drains).
@@ -1055,15 +1068,17 @@ static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *sel
  * for good (every client thread inside a send, the server blocked on its replies).
  * Bare: if replies are waiting and nobody leads, the sender leads for a moment and
  * hands them out; hybrid: it turns the reactor, which reads them. */
-static inline int lf__bound_room(lf_bound *b, lf_follower *self, int *self_ready,
-                                 const struct timespec *deadline)
+static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *deadline)
 {
+    lf_bound *b = s->b;
+    lf_follower *self = &s->self;
+    int *self_ready = &s->self_ready;
     struct pollfd pfd;
     int ms = lf__bound_ms_until(deadline);
     if (ms == 0)
         return ETIMEDOUT;
     if (b->lf__r)
-        return lf__bound_room_hybrid(b, self, self_ready);
+        return lf__bound_room_hybrid(s);
     if (ms < 0 || ms > 50)
         ms = 50;
     pfd.fd = b->lf__fd;
@@ -1095,9 +1110,8 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
                                  const struct timespec *deadline)
 {
     const char *p = (const char *)data;
-    size_t left = len;
-    lf_follower self;
-    int self_ready = 0, rc = 0, broken = 0, cs;
+    lf__bound_sending snd;
+    int rc = 0, broken = 0;
 
     if (!lf__bound_ok(b) || (data == NULL && len) || !lf__deadline_ok(deadline))
         return EINVAL;
@@ -1105,11 +1119,19 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
         return rc; /* ETIMEDOUT: nothing of it was written */
     /* CANCELLATION: from the token on, a request goes out whole or not at all: the
      * writes, and the waits for room between them (poll as a sleep, the leader's
-     * work or, hybrid, a reactor turn, with the hooks and handlers they run), are
-     * not cancellation points. A cancel that comes meanwhile acts at the caller's
-     * next one (lf_bound_call: its join), with the caller's state back. */
-    cs = lf__nocancel_begin();
-    while (left) {
+     * work), are not cancellation points. A cancel that comes meanwhile acts at the
+     * caller's next one (lf_bound_call: its join), with the caller's state back.
+     * The one exception is hybrid: the reactor turn a sender takes while it waits
+     * for room runs other handlers, which must see the caller's own state; a cancel
+     * that acts in that turn ends the send there (lf__bound_send_cancelled). */
+    snd.b = b;
+    snd.len = len;
+    snd.left = len;
+    snd.self_ready = 0;
+    snd.cs = lf__nocancel_begin();
+    snd.rc = 0;
+    while (snd.left) {
+        size_t left = snd.left;
         ssize_t n;
         /* before each write, never after the last: a request written whole went out,
          * and a failure that comes after it is its join's to report (the reply may
@@ -1127,11 +1149,11 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
             n = write(b->lf__fd, p, left); /* a pipe: the caller handles SIGPIPE */
         if (n > 0) {
             p += n;
-            left -= (size_t)n;
+            snd.left -= (size_t)n;
         } else if (n < 0 && errno == EINTR) {
             continue;
         } else if (n < 0 && LF__AGAIN(errno)) {
-            if ((rc = lf__bound_room(b, &self, &self_ready, deadline)) != 0)
+            if ((rc = lf__bound_room(&snd, deadline)) != 0)
                 break; /* ETIMEDOUT */
         } else {
             rc = EPIPE; /* the write side failed; what was sent before stands */
@@ -1143,15 +1165,15 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
      * may follow it. Cut by a shutdown or stop, it is not "not sent" (ECANCELED): part
      * of it is out, and the caller must not take it for a request it may simply
      * retry; it gets what a waiter whose request went out gets. */
-    if (rc && left > 0 && left < len) {
+    if (rc && snd.left > 0 && snd.left < len) {
         broken = 1;
         if (rc == ECANCELED)
             rc = ECONNABORTED;
     }
     lf__bound_send_end(b, broken ? EPIPE : 0);
-    if (self_ready)
-        lf_follower_destroy(&self);
-    lf__nocancel_end(cs);
+    if (snd.self_ready)
+        lf_follower_destroy(&snd.self);
+    lf__nocancel_end(snd.cs);
     return rc;
 }
 
@@ -1429,24 +1451,46 @@ static inline int lf__bound_poolstats_reactor(lf_bound *b, struct lf_pool_stats 
 /* A sender waiting for room (see lf__bound_room): a short wait for it, then one turn
  * of the reactor that blocks for nothing, so the connection's replies are read (by
  * us, or by whoever the turn goes to) while every thread may be sending. */
-static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *self_ready)
+/* CANCELLATION of a hybrid sender in the reactor turn it takes while it waits for
+ * room (its waits, or a handler it runs: they have the caller's cancel state). The
+ * token goes back; if part of the request is out, nothing may follow it, so the
+ * write side fails as after a failed write (later sends: EPIPE). */
+static inline void lf__bound_send_cancelled(void *arg)
 {
+    lf__bound_sending *s = (lf__bound_sending *)arg;
+    lf__bound_send_end(s->b, s->left > 0 && s->left < s->len ? EPIPE : 0);
+    if (s->self_ready)
+        lf_follower_destroy(&s->self);
+}
+
+static inline void lf__bound_room_turn(lf__bound_sending *s, const struct timespec *now)
+{
+    int off;
+    pthread_setcancelstate(s->cs, &off); /* the caller's own, for the handlers */
+    LF__CLEANUP_PUSH(lf__bound_send_cancelled, s);
+    s->rc = lf_reactor_turn((lf_reactor *)s->b->lf__r, &s->self, now);
+    LF__CLEANUP_POP(0);
+    pthread_setcancelstate(off, &off);
+}
+
+static inline int lf__bound_room_hybrid(lf__bound_sending *s)
+{
+    lf_bound *b = s->b;
     struct pollfd pfd;
     struct timespec now;
-    int rc;
     pfd.fd = b->lf__fd;
     pfd.events = POLLOUT;
     pfd.revents = 0;
     if (poll(&pfd, 1, 5) > 0 && (pfd.revents & POLLOUT))
         return 0;
-    if (!*self_ready) {
-        if (lf_follower_init(self, 0) != 0)
+    if (!s->self_ready) {
+        if (lf_follower_init(&s->self, 0) != 0)
             return 0;
-        *self_ready = 1;
+        s->self_ready = 1;
     }
     lf_deadline_in(&now, 0);
-    rc = lf_reactor_turn((lf_reactor *)b->lf__r, self, &now);
-    if (rc == ECANCELED || (rc == EINVAL && lf__bound_reactor_gone(b)))
+    lf__bound_room_turn(s, &now);
+    if (s->rc == ECANCELED || (s->rc == EINVAL && lf__bound_reactor_gone(b)))
         lf__bound_fail(b, ECANCELED, NULL); /* stopped: nobody reads the connection */
     return 0;
 }
@@ -1672,11 +1716,9 @@ static inline void lf__bound_detach(lf_bound *b)
     (void)b;
 }
 
-static inline int lf__bound_room_hybrid(lf_bound *b, lf_follower *self, int *self_ready)
+static inline int lf__bound_room_hybrid(lf__bound_sending *s)
 {
-    (void)b;
-    (void)self;
-    (void)self_ready;
+    (void)s;
     return 0; /* unreachable: only lf_bound_attach sets lf__r */
 }
 

@@ -1,7 +1,8 @@
 /* Hybrid lf_bound: a send that waits for room turns the reactor while it holds the
  * send token; a handler run in that turn that sends on the same bound (a nested
  * lf_bound_call, with no deadline) is told EDEADLK at once. It used to wait for the
- * token its own thread held: for good. The outer call then completes. */
+ * token its own thread held: for good. The outer call then completes. The handler
+ * runs with the caller's cancel state (enabled), not the send's. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
 #include "lf_test.h"
@@ -32,8 +33,13 @@ static int on_ev(lf_handler *h, int fd, uint32_t ev)
     unsigned char req[12] = {2};
     (void)h;
     (void)ev;
+    int st;
     if (read(fd, &x, 8) != 8)
         return LF_KEEP;
+    /* run inside a send's wait for room: with the caller's cancel state, not the
+     * library's (the send itself runs with cancellation off) */
+    CHECK_EQ(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &st), 0);
+    CHECK_EQ(st, PTHREAD_CANCEL_ENABLE);
     CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
     lft_store(&inner_rc, lf_bound_call(&b, &c, 2, req, sizeof req, NULL));
     lf_bound_ctx_destroy(&c);

@@ -853,6 +853,8 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
     int type, state, err;
     long rc;
 
+    /* one raw system call runs in it, and the exit below closes it safely */
+    /* NOLINTNEXTLINE(concurrency-thread-canceltype-asynchronous) */
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
     rc = lf__futex_wait_raw(f, deadline);
     err = errno;
@@ -868,6 +870,7 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
      * per wake-up and changes nothing. */
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
     pthread_setcanceltype(type, &type);
+    /* cppcheck-suppress invalidFunctionArg ; -1 on purpose: the call, not a close */
     (void)close(-1);
     pthread_setcancelstate(state, &state);
     pthread_testcancel();
@@ -1336,7 +1339,7 @@ static inline int lf__blocking_ms(int ms)
  * runs. Under the lock the follower's role is final: still parked, it leaves the
  * follower set; promoted meanwhile (the slot is its own), it hands the slot on as
  * lf_pool_leave would; notified or shut down, it has nothing left to give back. */
-typedef struct lf__park_guard {
+typedef struct LF__CFG(lf__park_guard) {
     lf_pool *p;
     lf_follower *f;
 } lf__park_guard;
@@ -1735,7 +1738,7 @@ static inline void lf__sched_restore(int changed)
 /* CANCELLATION of a joined thread, wherever it is in the loop: as leader in the
  * source's wait, processing in its dispatch (a parked follower left its set in
  * lf__unpark first). It gives its role back as lf_pool_leave does and leaves. */
-typedef struct lf__join_guard {
+typedef struct LF__CFG(lf__join_guard) {
     lf_pool *p;
     lf_follower *f;
     const lf_source *s;

@@ -859,7 +859,7 @@ static inline void lf__bound_abandon(lf_bound *b, lf_bound_ctx *c)
 
 /* What a cleanup handler needs (pushed around small functions, so that nothing the
  * handler reads changes between push and pop: gcc -Wclobbered stays quiet). */
-typedef struct lf__bound_guard {
+typedef struct LF__CFG(lf__bound_guard) {
     lf_bound *b;
     lf_bound_ctx *c;
     const struct timespec *deadline;
@@ -1050,7 +1050,7 @@ static inline void lf__bound_send_end(lf_bound *b, int failed)
 }
 
 /* A request on its way out (lf__bound_send), from the send token on. */
-typedef struct lf__bound_sending {
+typedef struct LF__CFG(lf__bound_sending) {
     lf_bound *b;
     size_t len, left; /* the request's bytes, and those not written yet */
     lf_follower self; /* for the leader's work or the reactor turn, made on first use */

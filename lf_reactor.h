@@ -1827,7 +1827,7 @@ static inline void lf__close_done(lf_reactor *r, lf__closing *me, int fd, int ow
 }
 
 /* CANCELLATION inside handle_close: the close still ends as it would have. */
-typedef struct lf__close_guard {
+typedef struct LF__RCFG(lf__close_guard) {
     lf_reactor *r;
     lf__closing *me;
     lf_handler *outer;
@@ -1977,7 +1977,7 @@ static inline void lf__run_done(lf_reactor *r, lf_handler *h, int rc)
 /* CANCELLATION inside handle_event: the handler is removed, as if it had returned
  * LF_REMOVE (one that reactivated itself may be running on another thread by now:
  * removed all the same), and its handle_close comes as for any removal. */
-typedef struct lf__event_guard {
+typedef struct LF__RCFG(lf__event_guard) {
     lf_reactor *r;
     lf_handler *h, *outer;
 } lf__event_guard;
@@ -2081,7 +2081,7 @@ static inline void lf__dispatch(lf_reactor *r, lf_event *ev)
  * as a claim in lf__dispatch would own it, so no event is lost. (The wake-up entry
  * is left: the descriptor is level-triggered and stays readable.) poll and select
  * take nothing before lf__take, which runs after the wait returned. */
-typedef struct lf__wait_guard {
+typedef struct LF__RCFG(lf__wait_guard) {
     lf_reactor *r;
     lf__harvest *hv;
     int counted; /* counted in lf__sleeping */
@@ -2222,7 +2222,7 @@ static inline int lf__wait(lf_reactor *r, lf__harvest *hv, lf_event *ev, long lo
 
 /* CANCELLATION of a turn's leader in its wait, or of its processing thread in the
  * dispatch (after their own cleanups): the role goes back to the pool. */
-typedef struct lf__turn_guard {
+typedef struct LF__RCFG(lf__turn_guard) {
     lf_reactor *r;
     lf_follower *self;
     long long until_dl;
@@ -2761,7 +2761,7 @@ static inline void lf__leave(lf_reactor *r)
 
 /* CANCELLATION of a thread inside lf_reactor_run, _handle_events or _turn (after
  * the pool's and the turn's cleanups): it stops counting as running r. */
-typedef struct lf__entry_guard {
+typedef struct LF__RCFG(lf__entry_guard) {
     lf_reactor *r;
     lf_follower *self;
     int own; /* self was made for the call (not the caller's record) */
@@ -3121,7 +3121,7 @@ static inline void lf__group_unlead(lf_reactor_group *g, lf_reactor *r)
 }
 
 /* CANCELLATION of a set's leader in its wait (after lf__wait's own cleanup). */
-typedef struct lf__group_guard {
+typedef struct LF__RCFG(lf__group_guard) {
     lf_reactor_group *g;
     lf_reactor *r;
     lf_event *ev;

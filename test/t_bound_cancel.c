@@ -550,7 +550,7 @@ int main(int argc, char **argv)
 {
     static void (*const parts[])(void) = {leader_cancelled, follower_cancelled, half_read,
                                           send_cancelled,   shutdown_after,     stress};
-    int only = argc > 1 ? atoi(argv[1]) : 0;
+    int only = argc > 1 ? (int)strtol(argv[1], NULL, 10) : 0;
     lft_start("t_bound_cancel", 30);
     for (int i = 0; i < (int)(sizeof parts / sizeof parts[0]); i++)
         if (only == 0 || only == i + 1)

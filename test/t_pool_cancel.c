@@ -250,7 +250,7 @@ static void src_open(long cap, int slow)
     lft_store(&S.in_wait, 0);
     lft_store(&S.waiter, -1);
     lft_store(&S.interrupts, 0L);
-    S.hits = (LFT_ATOMIC(unsigned char) *)calloc((size_t)cap, sizeof *S.hits);
+    S.hits = calloc((size_t)cap, sizeof *S.hits);
     CHECK(S.hits != NULL);
     S.cap = cap;
     lft_store(&S.entered, 0L);
@@ -846,7 +846,7 @@ static void part_d(void)
         }
     }
     CHECK_EQ(by_cancel + by_return, D_THREADS);
-    check_empty((unsigned long long)(join_cancelled + lft_load(&hand_counted)));
+    check_empty((unsigned long long)join_cancelled + (unsigned long long)lft_load(&hand_counted));
     CHECK_EQ(lft_load(&S.in_wait), 0);
     CHECK_EQ(lf_pool_destroy(&pool), 0);
     printf("  D: %ld cancels (%ld in the source's wait, %ld in dispatch, the rest parked), "

@@ -593,7 +593,6 @@ static void part_f(void)
  * from another thread finishes: every handler closed once, every fd closed. */
 
 static LFT_ATOMIC(int) h_closes, h_blocked;
-static int h_pipe[2];
 
 static int h_event(lf_handler *h, int fd, uint32_t events)
 {
@@ -605,11 +604,12 @@ static int h_event(lf_handler *h, int fd, uint32_t events)
 
 static void h_close(lf_handler *h)
 {
-    char c;
     (void)h;
     lft_add(&h_closes, 1);
-    if (lft_add(&h_blocked, 1) == 0) /* the first one blocks in a cancellation point */
-        CHECK(read(h_pipe[0], &c, 1) < 0 && 0); /* never returns: cancelled */
+    /* the first one blocks in a cancellation point (no local whose address is taken:
+     * gcc 12's ASan aborts when a cancel unwinds through such a frame) */
+    if (lft_add(&h_blocked, 1) == 0)
+        block_forever();
 }
 
 static void *h_destroyer(void *arg)
@@ -625,7 +625,6 @@ static void part_h(void)
     int sv[N][2];
     pthread_t t;
 
-    CHECK(pipe(h_pipe) == 0);
     CHECK_EQ(lf_reactor_init(&R), 0);
     for (int i = 0; i < N; i++) {
         CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv[i]) == 0);
@@ -644,8 +643,6 @@ static void part_h(void)
         CHECK(read(sv[i][1], &c, 1) == 0); /* the reactor closed its end */
         close(sv[i][1]);
     }
-    close(h_pipe[0]);
-    close(h_pipe[1]);
     printf("  H: destroy cancelled in a handle_close, called again: %d closes\n", N);
 }
 

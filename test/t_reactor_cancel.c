@@ -340,6 +340,9 @@ static void part_b(unsigned flags)
         CHECK_EQ(lft_load(&cs[i].eof), 1);
         CHECK_EQ(cs[i].rec.have, 0);
     }
+    /* (a close is counted once its handle_close has returned: a moment after the
+     * hook's own count above) */
+    AWAIT(rstats(&R).closed == B_CONNS, "B: every close counted");
     s = rstats(&R);
     CHECK_EQ(s.cancelled, 0); /* the handlers had no cancellation point */
     CHECK_EQ(s.closed, B_CONNS);

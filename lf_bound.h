@@ -329,6 +329,12 @@
 #ifndef LF_BOUND_READS_PER_EVENT
 #define LF_BOUND_READS_PER_EVENT 4 /* hybrid: reads per dispatch of the connection */
 #endif
+#ifndef LF_BOUND_NEST_MAX
+#define LF_BOUND_NEST_MAX 4 /* hybrid: nesting levels that serve (NESTING under HYBRID) */
+#endif
+#if LF_BOUND_NEST_MAX < 0
+#error "lf_bound.h: LF_BOUND_NEST_MAX must be 0 or more"
+#endif
 #if LF_BOUND_RXBUF < 2 * LF_BOUND_HEADER_MAX
 #error "lf_bound.h: LF_BOUND_RXBUF must hold at least two headers (2 * LF_BOUND_HEADER_MAX)"
 #endif
@@ -368,6 +374,8 @@ struct lf_bound_stats {
     unsigned long long cancels;    /* contexts ended by lf_bound_cancel */
     unsigned long long cancelled;  /* waits ended by pthread_cancel of the waiting thread:
                                     * context withdrawn (see CANCELLATION) */
+    unsigned long long deep;       /* hybrid joins at the nesting limit: they read the
+                                    * connection and served nothing else (NESTING) */
     unsigned long long reads;      /* read() calls that returned data */
     unsigned in_flight;            /* contexts expected and not yet joined, now */
     int failed;                    /* 0, or why the connection failed (its read side) */
@@ -389,6 +397,8 @@ struct LF__CFG(lf_bound_ctx) {
     lf_follower lf__f;                    /* the waiting thread's own synchronizer */
     int lf__state;                        /* LF__BC_*, under the bound's lock */
     int lf__result;                       /* for LF__BC_DONE */
+    int lf__deep; /* hybrid: its join waits at the nesting limit, in the bound's own
+                   * pool (woken as in bare mode); under the bound's lock */
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
@@ -401,6 +411,7 @@ struct LF__CFG(lf_bound) {
     void (*lf__wakeup)(lf_bound *b, lf_bound_ctx *c);
     void *lf__r;                /* hybrid: the lf_reactor the waiters turn, or NULL */
     void *lf__att;              /* hybrid: our handler in that reactor (lf__bound_att) */
+    LF__ATOMIC(int) lf__nest_max; /* hybrid: the nesting levels that serve the reactor */
     struct lf_bound_hooks lf__hooks;
     int lf__fd;
     int lf__wake[2];          /* eventfd (both the same) or a pipe: wakes a polling leader */
@@ -754,24 +765,40 @@ static inline int lf__bound_poll_cancelable(struct pollfd *pfd, int ms, int cs)
     return ready;
 }
 
-/* The leader's turn (bare mode): read and deliver until self's result is in (0),
- * the connection failed (0: self has its result then too), or the deadline.
+/* The receive state (lf__rx_*, lf__in_body, lf__body_*, lf__cur) has one reader at a
+ * time: in bare mode the leader; hybrid, the dispatch of the bound's handler and a
+ * join at the nesting limit, which reads the connection itself, take the handler's
+ * lock around every step that touches it (defined with the hybrid part). */
+static inline void lf__bound_rx_lock(lf_bound *b);
+static inline void lf__bound_rx_unlock(lf_bound *b);
+
+/* The leader's turn: read and deliver until self's result is in (0), the connection
+ * failed (0: self has its result then too), or the deadline. Bare mode, and hybrid
+ * for the joins at the nesting limit (which lead the bound's own pool: see NESTING).
  * CANCELLATION: the poll is the turn's one cancellation point, with the caller's
  * state; the rest runs with cancellation off: the hooks (read_body under the lock),
  * and the read, which never waits (the socket is non-blocking) yet is a cancellation
- * point to libc. So a cancel finds the receive state (lf__rx_*, lf__in_body,
- * lf__body_*, lf__cur: in b, not on our stack) between two steps of
- * lf__bound_consume, where the next leader carries on from it (lf__bound_abandon). */
+ * point to libc. So a cancel finds the receive state (in b, not on our stack)
+ * between two steps of lf__bound_consume, where the next leader carries on from it
+ * (lf__bound_abandon). */
 static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct timespec *deadline)
 {
     int cs = lf__nocancel_begin(), rc = 0;
+    /* hybrid: the reactor's threads read the connection too, and a reply left in the
+     * buffer would wake no epoll: hand out every complete one, not just up to ours */
+    int hybrid = b->lf__r != NULL;
     for (;;) {
         struct pollfd pfd[2];
         int done, ms, got, ready;
 
-        if (lf__bound_consume(b, self, 1) != 0)
+        lf__bound_rx_lock(b);
+        got = lf__bound_consume(b, self, !hybrid);
+        lf__bound_rx_unlock(b);
+        if (got != 0)
             break;
         pthread_mutex_lock(&b->lf__lock);
+        if (hybrid)
+            lf__bound_learn_stop_locked(b); /* the reactor's stop finishes the bound */
         done = self->lf__state == LF__BC_DONE || b->lf__failed;
         pthread_mutex_unlock(&b->lf__lock);
         if (done)
@@ -782,11 +809,17 @@ static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct t
             rc = ETIMEDOUT;
             break;
         }
-        if ((got = lf__bound_fill(b, self)) < 0)
+        lf__bound_rx_lock(b);
+        got = lf__bound_fill(b, self);
+        lf__bound_rx_unlock(b);
+        if (got < 0)
             break;
         if (got > 0)
             continue;
-        /* nothing buffered: wait for the connection, a kick, or the deadline */
+        /* nothing buffered: wait for the connection, a kick, or the deadline (hybrid:
+         * at most 50 ms, to see a stop of the reactor, which kicks nobody here) */
+        if (hybrid && (ms < 0 || ms > 50))
+            ms = 50;
         pfd[0].fd = b->lf__fd;
         pfd[0].events = POLLIN;
         pfd[1].fd = b->lf__wake[0];
@@ -908,6 +941,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     b->lf__wakeup = lf__bound_wake_bare;
     b->lf__poolstats = lf__bound_poolstats_bare;
     b->lf__hooks = *hooks;
+    lf__store(&b->lf__nest_max, LF_BOUND_NEST_MAX, relaxed);
     b->lf__fd = fd;
     pthread_mutex_init(&b->lf__lock, NULL);
     pthread_mutex_init(&b->lf__send, NULL);
@@ -1340,6 +1374,15 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
     return lf_bound_join(b, c, deadline);
 }
 
+/* Contract: any thread, any time (joins and sends that start later see it). */
+static inline int lf_bound_set_nest_max(lf_bound *b, int levels)
+{
+    if (!lf__bound_ok(b) || levels < 0)
+        return EINVAL;
+    lf__store(&b->lf__nest_max, levels, relaxed);
+    return 0;
+}
+
 /* Contract: any thread. Final. */
 static inline int lf_bound_shutdown(lf_bound *b)
 {
@@ -1403,9 +1446,11 @@ LF__SHARED LF__THREAD_LOCAL int lf__bound_depth;
 extern LF__THREAD_LOCAL long long lf__bound_until;
 LF__SHARED LF__THREAD_LOCAL long long lf__bound_until;
 
-/* Contract: any thread, any hook. How many hybrid joins (lf_bound_join,
- * lf_bound_call on an attached bound) are waiting on the calling thread's stack: 0
- * outside any, 1 in a handler that such a join dispatched, and so on. */
+/* Contract: any thread, any hook. How many hybrid waits that serve the reactor
+ * (lf_bound_join or lf_bound_call on an attached bound, a send waiting for room) are
+ * on the calling thread's stack: 0 outside any, 1 in a handler that such a join
+ * dispatched, and so on. A handler runs at LF_BOUND_NEST_MAX (the bound's limit) at
+ * most; a join made there is one deeper, and serves nothing (NESTING). */
 static inline int lf_bound_depth(void)
 {
     return lf__bound_depth;
@@ -1431,12 +1476,32 @@ static inline int lf__bound_reactor_gone(lf_bound *b)
 }
 
 /* Under the bound's lock: the reactor's wake may write its wake-up descriptor, a
- * cancellation point to libc that is no wait of ours, so cancellation is off. */
+ * cancellation point to libc that is no wait of ours, so cancellation is off. A
+ * join at the nesting limit waits in the bound's own pool: woken as in bare mode. */
 static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
 {
-    int cs = lf__nocancel_begin();
+    int cs;
+    if (c->lf__deep) {
+        lf__bound_wake_bare(b, c);
+        return;
+    }
+    cs = lf__nocancel_begin();
     (void)lf_reactor_wake((lf_reactor *)b->lf__r, &c->lf__f);
     lf__nocancel_end(cs);
+}
+
+/* the receive state's one reader at a time (see lf__bound_lead): the handler's lock,
+ * which its dispatch holds while it reads */
+static inline void lf__bound_rx_lock(lf_bound *b)
+{
+    if (b->lf__att)
+        pthread_mutex_lock(&((lf__bound_att *)b->lf__att)->lock);
+}
+
+static inline void lf__bound_rx_unlock(lf_bound *b)
+{
+    if (b->lf__att)
+        pthread_mutex_unlock(&((lf__bound_att *)b->lf__att)->lock);
 }
 
 /* hybrid: the waiters park in the reactor's pool, shared with its other threads */
@@ -1458,6 +1523,7 @@ static inline int lf__bound_poolstats_reactor(lf_bound *b, struct lf_pool_stats 
 static inline void lf__bound_send_cancelled(void *arg)
 {
     lf__bound_sending *s = (lf__bound_sending *)arg;
+    lf__bound_depth--; /* the turn's level (lf__bound_room_turn) */
     lf__bound_send_end(s->b, s->left > 0 && s->left < s->len ? EPIPE : 0);
     if (s->self_ready)
         lf_follower_destroy(&s->self);
@@ -1467,9 +1533,11 @@ static inline void lf__bound_room_turn(lf__bound_sending *s, const struct timesp
 {
     int off;
     pthread_setcancelstate(s->cs, &off); /* the caller's own, for the handlers */
+    lf__bound_depth++; /* a handler this turn runs is nested one level deeper */
     LF__CLEANUP_PUSH(lf__bound_send_cancelled, s);
     s->rc = lf_reactor_turn((lf_reactor *)s->b->lf__r, &s->self, now);
     LF__CLEANUP_POP(0);
+    lf__bound_depth--;
     pthread_setcancelstate(off, &off);
 }
 
@@ -1481,6 +1549,20 @@ static inline int lf__bound_room_hybrid(lf__bound_sending *s)
     pfd.fd = b->lf__fd;
     pfd.events = POLLOUT;
     pfd.revents = 0;
+    if (lf__bound_depth >= lf__load(&b->lf__nest_max, relaxed)) {
+        /* at the nesting limit: a turn would run handlers one level deeper. Read the
+         * replies that are there ourselves, as the handler's dispatch would. */
+        pfd.events = POLLOUT | POLLIN;
+        if (poll(&pfd, 1, 5) <= 0 || (pfd.revents & POLLOUT) || !(pfd.revents & POLLIN))
+            return 0;
+        lf__bound_rx_lock(b);
+        for (int i = 0; i < 16; i++)
+            if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
+                break;
+        (void)lf__bound_consume(b, NULL, 0);
+        lf__bound_rx_unlock(b);
+        return 0;
+    }
     if (poll(&pfd, 1, 5) > 0 && (pfd.revents & POLLOUT))
         return 0;
     if (!s->self_ready) {
@@ -1663,12 +1745,25 @@ static inline void lf__bound_turn_until(lf__bound_guard *g)
     g->rc = rc;
 }
 
-/* lf_bound_join in hybrid mode: turn the reactor until c's result is in. */
+/* CANCELLATION of a hybrid join at the nesting limit: as a bare join's (its waits
+ * are the bound's own), and the thread's nesting is the outer join's again. */
+static inline void lf__bound_join_deep_cancelled(void *arg)
+{
+    lf__bound_guard *g = (lf__bound_guard *)arg;
+    lf__bound_join_cancelled(arg);
+    lf__bound_self = g->outer;
+    lf__bound_until = g->outer_until;
+    lf__bound_depth--;
+}
+
+/* lf_bound_join in hybrid mode: turn the reactor until c's result is in; at the
+ * nesting limit, wait as in bare mode, reading the connection (NESTING). */
 static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
                                          const struct timespec *deadline)
 {
     lf__bound_guard g;
     struct timespec inherited;
+    int deep = lf__bound_depth >= lf__load(&b->lf__nest_max, relaxed);
     g.b = b;
     g.c = c;
     g.deadline = deadline;
@@ -1682,12 +1777,24 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
         inherited.tv_nsec = (long)((g.outer_until - 1) % 1000000000LL);
         g.deadline = &inherited;
     }
+    /* how c is woken: by the reactor, or (deep) in the bound's own pool */
+    pthread_mutex_lock(&b->lf__lock);
+    c->lf__deep = deep;
+    if (deep)
+        b->lf__stats.deep++;
+    pthread_mutex_unlock(&b->lf__lock);
     lf__bound_self = c;
     lf__bound_until = g.deadline ? lf__ts_ns(g.deadline) + 1 : 0;
     lf__bound_depth++;
-    LF__CLEANUP_PUSH(lf__bound_join_reactor_cancelled, &g);
-    lf__bound_turn_until(&g);
-    LF__CLEANUP_POP(0);
+    if (deep) {
+        LF__CLEANUP_PUSH(lf__bound_join_deep_cancelled, &g);
+        lf__bound_join_bare(&g);
+        LF__CLEANUP_POP(0);
+    } else {
+        LF__CLEANUP_PUSH(lf__bound_join_reactor_cancelled, &g);
+        lf__bound_turn_until(&g);
+        LF__CLEANUP_POP(0);
+    }
     lf__bound_depth--;
     lf__bound_until = g.outer_until;
     lf__bound_self = g.outer;
@@ -1712,6 +1819,16 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
 }
 
 static inline void lf__bound_detach(lf_bound *b)
+{
+    (void)b;
+}
+
+static inline void lf__bound_rx_lock(lf_bound *b)
+{
+    (void)b;
+}
+
+static inline void lf__bound_rx_unlock(lf_bound *b)
 {
     (void)b;
 }

@@ -43,6 +43,9 @@
  *   LF_BOUND_BUCKETS      heads of the id -> context hash (default 256, a power of 2).
  *   LF_BOUND_READS_PER_EVENT  hybrid: reads per dispatch of the connection before
  *                         the reactor gets the thread back (default 4).
+ *   LF_BOUND_NEST_MAX     hybrid: how many waits nested on one thread's stack serve
+ *                         the reactor (default 4; per bound: lf_bound_set_nest_max).
+ *                         See NESTING under HYBRID.
  *   LF_BOUND_REACTOR      defined: include lf_reactor.h and offer lf_bound_attach.
  *                         (Also offered when lf_reactor.h was included before.)
  *
@@ -176,12 +179,16 @@
  *   int lf_bound_stats(b, struct lf_bound_stats *out)
  *       replies (handed_off to another thread + own, read by the waiter itself as
  *       leader), stray, skipped, refused, send_failures, timeouts, cancels,
- *       cancelled (waits ended by pthread_cancel, see CANCELLATION), reads;
- *       in_flight, failed (the read side) and send_failed now; the waiters' pool
- *       (promotions = leadership hand-offs; hybrid: the reactor's pool, which the
- *       waiters share with its threads).
- *   int lf_bound_depth(void)                   how many hybrid joins the calling
- *       thread is inside (0 outside any; always 0 without lf_reactor.h). See NESTING.
+ *       cancelled (waits ended by pthread_cancel, see CANCELLATION), reads, deep
+ *       (hybrid joins past the nesting limit, see NESTING); in_flight, failed (the
+ *       read side) and send_failed now; the waiters' pool (promotions = leadership
+ *       hand-offs; hybrid: the reactor's pool, which the waiters share with its
+ *       threads).
+ *   int lf_bound_depth(void)                   how many hybrid waits that serve the
+ *       reactor the calling thread is inside (0 outside any; always 0 without
+ *       lf_reactor.h). See NESTING.
+ *   int lf_bound_set_nest_max(b, int levels)   hybrid: the nesting limit (levels >= 0,
+ *       else EINVAL); any thread, any time: joins and sends that start later use it.
  *   int lf_bound_attach(b, lf_reactor *r)            (hybrid only)
  *       Before any thread uses b. r: initialised, not LF_REACTOR_CONCURRENT, not in a
  *       group (ENOTSUP). EBUSY attached already; ECANCELED r stopped; or what
@@ -220,18 +227,42 @@
  *   LF_EV_KEEPFD, lf_reactor_remove, lf_reactor_turn, also with no follower to learn
  *   of a stop, lf_reactor_wake).
  *   Nested upcalls are ALLOWED: a handler that a waiting thread dispatches may call
- *   lf_bound_call itself; that inner call turns the reactor the same way and returns
- *   first, and the outer call returns after it (its reply, if it came meanwhile,
- *   waits in its context). NESTING: a nested join's deadline is the earliest of its
- *   own and those of the joins below it on the thread's stack (it returns ETIMEDOUT
- *   when an outer deadline comes first), so no call below waits past its deadline
- *   for the calls above it longer than their handlers take to return.
- *   lf_bound_depth() says how many hybrid joins the calling thread is inside (0
- *   outside any). Bound the nesting depth yourself (each level is a stack frame, and
- *   the library does not refuse to go deeper yet): a handler can look at
- *   lf_bound_depth() and answer "busy", or defer its work. The same holds for calls
- *   from a handle_close (it runs on a reactor thread). Do not make calls while
- *   holding a lock a handler takes.
+ *   lf_bound_call itself; that inner call waits the same way and returns first, and
+ *   the outer call returns after it (its reply, if it came meanwhile, waits in its
+ *   context).
+ *
+ * NESTING (hybrid)
+ *   Each wait that serves the reactor runs handlers on the waiting thread's stack,
+ *   and their calls wait there in turn, so the nesting is bounded. lf_bound_depth()
+ *   says how many serving waits the calling thread is inside: hybrid joins, and
+ *   sends that take a reactor turn while they wait for room. A join serves only while
+ *   that depth is below the bound's limit, `levels` (LF_BOUND_NEST_MAX, default 4;
+ *   lf_bound_set_nest_max): handlers run at depth <= levels, and a call made at
+ *   depth == levels waits DEEP: it leads the bound's own pool (b->pool, as a bare
+ *   bound's waiters do) and reads the connection itself, handing out every reply it
+ *   reads, and runs no handler. Every other event stays in the reactor for its
+ *   other threads. So a thread holds at most levels + 1 calls, and its stack at most
+ *   levels handler frames on top of its own. A send waiting for room at the limit
+ *   reads the replies that are there itself instead of turning the reactor.
+ *   levels 0: calls never serve (for a bound whose waiters must not run handlers).
+ *   A deep waiter and the reactor's dispatch of the connection read under one lock;
+ *   a reply for a deep waiter is a wake-up in the bound's pool, and a deep leader
+ *   looks for lf_reactor_stop every 50 ms (it polls the connection, not the
+ *   reactor). stats.deep counts deep joins.
+ *   Dead-lock: a deep waiter needs no other thread for its reply, so a server whose
+ *   backend answers by itself (a database, memcached) cannot dead-lock at any limit.
+ *   If a reply needs a call-back served first (the backend calls this server before
+ *   it answers), the joins below the limit serve the call-backs; all threads are
+ *   stuck only if every thread that turns the reactor is deep at once, which takes
+ *   T x (levels + 1) calls in flight from T threads. Keep the requests a server
+ *   takes on at once below that (deactivate the listening handle when busy), or
+ *   give call-backs their own reactor and threads.
+ *   Deadlines: a nested join's deadline is the earliest of its own and those of the
+ *   joins below it on the thread's stack (it returns ETIMEDOUT when an outer deadline
+ *   comes first), so no call below waits past its deadline for the calls above it
+ *   longer than their handlers take to return. The same holds for calls from a
+ *   handle_close (it runs on a reactor thread). Do not make calls while holding a
+ *   lock a handler takes.
  *
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under

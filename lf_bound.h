@@ -138,7 +138,7 @@
  *       Write one whole request: sends from many threads never interleave. While the
  *       socket is full the sender waits for room, and reads: if replies are waiting
  *       and no thread leads, it leads for a moment and hands them out (hybrid: it
- *       turns the reactor), so a peer that blocks until its replies are read cannot
+ *       reads them itself; a send never runs a handler), so a peer that blocks until its replies are read cannot
  *       dead-lock senders that all wait for room. 0: written whole. EPIPE: the write
  *       failed; every later send and expect says EPIPE; requests sent before it stand
  *       (their replies still come, until the read side ends: ECONNRESET). ETIMEDOUT
@@ -150,10 +150,7 @@
  *       send waiting for room notices within 50 ms, hybrid 5): part of it went out.
  *       The bound's state is looked at under the send token before every write, so
  *       a send that starts after lf_bound_shutdown or lf_reactor_stop returned writes
- *       nothing, waiter or no waiter. EDEADLK (hybrid): called from a
- *       handler that a send of this same bound, on this same thread, runs while it
- *       waits for room (that send holds the connection half written): nothing was
- *       sent; hand the request to another thread (lf_reactor_notify) instead.
+ *       nothing, waiter or no waiter.
  *   int lf_bound_join(b, c, const struct timespec *deadline)    results above.
  *       EINVAL if c is not in flight. Returns with c free for the next expect.
  *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
@@ -184,8 +181,8 @@
  *       read side) and send_failed now; the waiters' pool (promotions = leadership
  *       hand-offs; hybrid: the reactor's pool, which the waiters share with its
  *       threads).
- *   int lf_bound_depth(void)                   how many hybrid waits that serve the
- *       reactor the calling thread is inside (0 outside any; always 0 without
+ *   int lf_bound_depth(void)                   how many hybrid joins the calling
+ *       thread is inside (0 outside any; always 0 without
  *       lf_reactor.h). See NESTING.
  *   int lf_bound_set_nest_max(b, int levels)   hybrid: the nesting limit (levels >= 0,
  *       else EINVAL); any thread, any time: joins and sends that start later use it.
@@ -234,16 +231,15 @@
  * NESTING (hybrid)
  *   Each wait that serves the reactor runs handlers on the waiting thread's stack,
  *   and their calls wait there in turn, so the nesting is bounded. lf_bound_depth()
- *   says how many serving waits the calling thread is inside: hybrid joins, and
- *   sends that take a reactor turn while they wait for room. A join serves only while
+ *   says how many hybrid joins the calling thread is inside (a send runs no
+ *   handler: it waits for room reading replies itself). A join serves only while
  *   that depth is below the bound's limit, `levels` (LF_BOUND_NEST_MAX, default 4;
  *   lf_bound_set_nest_max): handlers run at depth <= levels, and a call made at
  *   depth == levels waits DEEP: it leads the bound's own pool (b->pool, as a bare
  *   bound's waiters do) and reads the connection itself, handing out every reply it
  *   reads, and runs no handler. Every other event stays in the reactor for its
  *   other threads. So a thread holds at most levels + 1 calls, and its stack at most
- *   levels handler frames on top of its own. A send waiting for room at the limit
- *   reads the replies that are there itself instead of turning the reactor.
+ *   levels handler frames on top of its own.
  *   levels 0: calls never serve (for a bound whose waiters must not run handlers).
  *   A deep waiter and the reactor's dispatch of the connection read under one lock;
  *   a reply for a deep waiter is a wake-up in the bound's pool, and a deep leader
@@ -302,12 +298,9 @@
  *   not sent at all: once a send has the token, its writes and its waits for room
  *   run with cancellation disabled (the poll it sleeps in, the replies it hands out
  *   meanwhile), and a cancel that comes then acts at the caller's next cancellation
- *   point (lf_bound_call: its join). One exception, hybrid: a sender waiting for
- *   room takes a reactor turn, whose handlers run with the caller's own cancel state
- *   and whose waits are the reactor's; a cancel that acts there ends the send, and if
- *   part of the request was out, the write side fails (later sends: EPIPE), as after
- *   a failed write, since nothing may follow half a request. The hooks (parse_header, frame_header, read_body)
- *   always run with cancellation disabled: read_body holds the bound's lock, and a
+ *   point (lf_bound_call: its join). So a cancel never cuts a request (hybrid too:
+ *   a send runs no handler, it reads the replies itself while it waits for room).
+ *   The hooks (parse_header, frame_header, read_body) always run with cancellation disabled: read_body holds the bound's lock, and a
  *   hook cut half-way would leave a frame half parsed; keep them short, as they
  *   must be anyway. Reads (the socket is non-blocking), wake-ups (a write to an
  *   eventfd or a pipe), closes and the reactor calls of lf_bound_destroy are no
@@ -450,7 +443,6 @@ struct LF__CFG(lf_bound) {
     pthread_mutex_t lf__send; /* lf__sending, lf__send_failed */
     pthread_cond_t lf__send_cv; /* a sender waits here for its turn (CLOCK_MONOTONIC) */
     int lf__sending;          /* one request on the wire at a time */
-    pthread_t lf__sender;     /* who holds lf__sending (under lf__send) */
     LF__ATOMIC(int) lf__send_failed; /* 0, or EPIPE: no request can go out any more */
     int (*lf__poolstats)(lf_bound *b, struct lf_pool_stats *out); /* the waiters' pool */
     lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
@@ -1081,19 +1073,10 @@ static inline int lf__bound_send_begin(lf_bound *b, const struct timespec *deadl
 {
     int rc = 0;
     pthread_mutex_lock(&b->lf__send);
-    /* hybrid: a send waiting for room turns the reactor, and a handler that turn
-     * runs may send on this bound too: it would wait for a token its own thread
-     * holds, under a request half written. It is told so at once. */
-    if (b->lf__sending && pthread_equal(b->lf__sender, pthread_self())) {
-        pthread_mutex_unlock(&b->lf__send);
-        return EDEADLK;
-    }
     while (b->lf__sending && rc == 0)
         rc = lf__bound_token_wait(b, deadline);
-    if (rc == 0) {
+    if (rc == 0)
         b->lf__sending = 1;
-        b->lf__sender = pthread_self();
-    }
     pthread_mutex_unlock(&b->lf__send);
     return rc;
 }
@@ -1118,10 +1101,9 @@ static inline void lf__bound_send_end(lf_bound *b, int failed)
 typedef struct LF__CFG(lf__bound_sending) {
     lf_bound *b;
     size_t len, left; /* the request's bytes, and those not written yet */
-    lf_follower self; /* for the leader's work or the reactor turn, made on first use */
+    lf_follower self; /* bare: for the leader's work, made on first use */
     int self_ready;
     int cs;           /* the caller's cancel state (the send runs with it off) */
-    int rc;
 } lf__bound_sending;
 
 static inline int lf__bound_room_hybrid(lf__bound_sending *s);
@@ -1132,7 +1114,7 @@ static inline int lf__bound_room_hybrid(lf__bound_sending *s);
  * requests meanwhile, so a sender that waited for room while nobody read would wait
  * for good (every client thread inside a send, the server blocked on its replies).
  * Bare: if replies are waiting and nobody leads, the sender leads for a moment and
- * hands them out; hybrid: it turns the reactor, which reads them. */
+ * hands them out; hybrid: it reads them itself, under the handler's lock. */
 static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *deadline)
 {
     lf_bound *b = s->b;
@@ -1185,16 +1167,12 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
     /* CANCELLATION: from the token on, a request goes out whole or not at all: the
      * writes, and the waits for room between them (poll as a sleep, the leader's
      * work), are not cancellation points. A cancel that comes meanwhile acts at the
-     * caller's next one (lf_bound_call: its join), with the caller's state back.
-     * The one exception is hybrid: the reactor turn a sender takes while it waits
-     * for room runs other handlers, which must see the caller's own state; a cancel
-     * that acts in that turn ends the send there (lf__bound_send_cancelled). */
+     * caller's next one (lf_bound_call: its join), with the caller's state back. */
     snd.b = b;
     snd.len = len;
     snd.left = len;
     snd.self_ready = 0;
     snd.cs = lf__nocancel_begin();
-    snd.rc = 0;
     while (snd.left) {
         size_t left = snd.left;
         ssize_t n;
@@ -1477,11 +1455,11 @@ LF__SHARED LF__THREAD_LOCAL int lf__bound_depth;
 extern LF__THREAD_LOCAL long long lf__bound_until;
 LF__SHARED LF__THREAD_LOCAL long long lf__bound_until;
 
-/* Contract: any thread, any hook. How many hybrid waits that serve the reactor
- * (lf_bound_join or lf_bound_call on an attached bound, a send waiting for room) are
- * on the calling thread's stack: 0 outside any, 1 in a handler that such a join
- * dispatched, and so on. A handler runs at LF_BOUND_NEST_MAX (the bound's limit) at
- * most; a join made there is one deeper, and serves nothing (NESTING). */
+/* Contract: any thread, any hook. How many hybrid joins (lf_bound_join or
+ * lf_bound_call on an attached bound) are waiting on the calling thread's stack: 0
+ * outside any, 1 in a handler that such a join dispatched, and so on. A handler runs
+ * at the bound's limit (LF_BOUND_NEST_MAX) at most; a join made there is one deeper,
+ * and serves nothing (NESTING). */
 static inline int lf_bound_depth(void)
 {
     return lf__bound_depth;
@@ -1544,67 +1522,26 @@ static inline int lf__bound_poolstats_reactor(lf_bound *b, struct lf_pool_stats 
     return rc;
 }
 
-/* A sender waiting for room (see lf__bound_room): a short wait for it, then one turn
- * of the reactor that blocks for nothing, so the connection's replies are read (by
- * us, or by whoever the turn goes to) while every thread may be sending. */
-/* CANCELLATION of a hybrid sender in the reactor turn it takes while it waits for
- * room (its waits, or a handler it runs: they have the caller's cancel state). The
- * token goes back; if part of the request is out, nothing may follow it, so the
- * write side fails as after a failed write (later sends: EPIPE). */
-static inline void lf__bound_send_cancelled(void *arg)
-{
-    lf__bound_sending *s = (lf__bound_sending *)arg;
-    lf__bound_depth--; /* the turn's level (lf__bound_room_turn) */
-    lf__bound_send_end(s->b, s->left > 0 && s->left < s->len ? EPIPE : 0);
-    if (s->self_ready)
-        lf_follower_destroy(&s->self);
-}
-
-static inline void lf__bound_room_turn(lf__bound_sending *s, const struct timespec *now)
-{
-    int off;
-    pthread_setcancelstate(s->cs, &off); /* the caller's own, for the handlers */
-    lf__bound_depth++; /* a handler this turn runs is nested one level deeper */
-    LF__CLEANUP_PUSH(lf__bound_send_cancelled, s);
-    s->rc = lf_reactor_turn((lf_reactor *)s->b->lf__r, &s->self, now);
-    LF__CLEANUP_POP(0);
-    lf__bound_depth--;
-    pthread_setcancelstate(off, &off);
-}
-
+/* A sender waiting for room (see lf__bound_room): a short wait for room or replies,
+ * and the replies that are there read and handed out by the sender itself, as the
+ * handler's dispatch would (under its lock), so they are read while every thread may
+ * be sending. No reactor turn: a send runs no handler (none nests in it, none sees
+ * the send's cancel state, none can send on this bound while the token is held). */
 static inline int lf__bound_room_hybrid(lf__bound_sending *s)
 {
     lf_bound *b = s->b;
     struct pollfd pfd;
-    struct timespec now;
     pfd.fd = b->lf__fd;
-    pfd.events = POLLOUT;
+    pfd.events = POLLOUT | POLLIN;
     pfd.revents = 0;
-    if (lf__bound_depth >= lf__load(&b->lf__nest_max, relaxed)) {
-        /* at the nesting limit: a turn would run handlers one level deeper. Read the
-         * replies that are there ourselves, as the handler's dispatch would. */
-        pfd.events = POLLOUT | POLLIN;
-        if (poll(&pfd, 1, 5) <= 0 || (pfd.revents & POLLOUT) || !(pfd.revents & POLLIN))
-            return 0;
-        lf__bound_rx_lock(b);
-        for (int i = 0; i < 16; i++)
-            if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
-                break;
-        (void)lf__bound_consume(b, NULL, 0);
-        lf__bound_rx_unlock(b);
+    if (poll(&pfd, 1, 5) <= 0 || (pfd.revents & POLLOUT) || !(pfd.revents & POLLIN))
         return 0;
-    }
-    if (poll(&pfd, 1, 5) > 0 && (pfd.revents & POLLOUT))
-        return 0;
-    if (!s->self_ready) {
-        if (lf_follower_init(&s->self, 0) != 0)
-            return 0;
-        s->self_ready = 1;
-    }
-    lf_deadline_in(&now, 0);
-    lf__bound_room_turn(s, &now);
-    if (s->rc == ECANCELED || (s->rc == EINVAL && lf__bound_reactor_gone(b)))
-        lf__bound_fail(b, ECANCELED, NULL); /* stopped: nobody reads the connection */
+    lf__bound_rx_lock(b);
+    for (int i = 0; i < 16; i++)
+        if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
+            break;
+    (void)lf__bound_consume(b, NULL, 0);
+    lf__bound_rx_unlock(b);
     return 0;
 }
 

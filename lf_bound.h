@@ -200,7 +200,8 @@
  *   until its reply is in, instead of waiting on the connection alone. So while it
  *   waits it serves every other handle of the reactor: incoming requests, timers,
  *   notifications. A server whose threads all wait for replies that depend on
- *   call-backs it must serve first cannot dead-lock. The replies are read by whichever
+ *   call-backs it must serve first does not dead-lock (within the bound NESTING
+ *   states). The replies are read by whichever
  *   thread the reactor dispatches the connection to (lf_reactor_run threads too),
  *   which hands each one to its waiter: parked in the reactor's pool, it is woken
  *   there (lf_pool_notify); leading the reactor, its wait is made to return.
@@ -250,9 +251,12 @@
  *   If a reply needs a call-back served first (the backend calls this server before
  *   it answers), the joins below the limit serve the call-backs; all threads are
  *   stuck only if every thread that turns the reactor is deep at once, which takes
- *   T x (levels + 1) calls in flight from T threads. Keep the requests a server
- *   takes on at once below that (deactivate the listening handle when busy), or
- *   give call-backs their own reactor and threads.
+ *   T x (levels + 1) handlers in service that each wait for a call (T threads; a
+ *   call-back handler that calls out itself counts too, so call-backs that call
+ *   halve the margin). test/model/nest.pml checks that T x (levels + 1) - 1 never
+ *   dead-lock and that T x (levels + 1) can. Keep the calling handlers a server
+ *   runs at once below that (deactivate the listening handle when busy), or give
+ *   call-backs their own reactor and threads.
  *   Deadlines: a nested join's deadline is the earliest of its own and those of the
  *   joins below it on the thread's stack (it returns ETIMEDOUT when an outer deadline
  *   comes first), so no call below waits past its deadline for the calls above it

@@ -180,7 +180,7 @@
  *       (hybrid joins past the nesting limit, see NESTING); in_flight, failed (the
  *       read side) and send_failed now; the waiters' pool (promotions = leadership
  *       hand-offs; hybrid: the reactor's pool, which the waiters share with its
- *       threads).
+ *       threads; deep joins' hand-offs are not in it, see NESTING).
  *   int lf_bound_depth(void)                   how many hybrid joins the calling
  *       thread is inside (0 outside any; always 0 without
  *       lf_reactor.h). See NESTING.
@@ -243,9 +243,12 @@
  *   levels handler frames on top of its own.
  *   levels 0: calls never serve (for a bound whose waiters must not run handlers).
  *   A deep waiter and the reactor's dispatch of the connection read under one lock;
- *   a reply for a deep waiter is a wake-up in the bound's pool, and a deep leader
- *   looks for lf_reactor_stop every 50 ms (it polls the connection, not the
- *   reactor). stats.deep counts deep joins.
+ *   a reply for a deep waiter is a wake-up in the bound's pool (not counted in
+ *   stats.pool, which is the reactor's), and a deep leader looks for
+ *   lf_reactor_stop every 50 ms (it polls the connection, not the reactor). A deep
+ *   join is not inside the reactor: lf_reactor_destroy does not wait for it (no
+ *   EBUSY), so stop the reactor and let the calls return before destroying it, as
+ *   Teardown says. stats.deep counts the deep joins that waited.
  *   Dead-lock: a deep waiter needs no other thread for its reply, so a server whose
  *   backend answers by itself (a database, memcached) cannot dead-lock at any limit.
  *   If a reply needs a call-back served first (the backend calls this server before
@@ -254,15 +257,22 @@
  *   T x (levels + 1) handlers in service that each wait for a call (T threads; a
  *   call-back handler that calls out itself counts too, so call-backs that call
  *   halve the margin). test/model/nest.pml checks that T x (levels + 1) - 1 never
- *   dead-lock and that T x (levels + 1) can. Keep the calling handlers a server
- *   runs at once below that (deactivate the listening handle when busy), or give
- *   call-backs their own reactor and threads.
- *   Deadlines: a nested join's deadline is the earliest of its own and those of the
- *   joins below it on the thread's stack (it returns ETIMEDOUT when an outer deadline
- *   comes first), so no call below waits past its deadline for the calls above it
- *   longer than their handlers take to return. The same holds for calls from a
- *   handle_close (it runs on a reactor thread). Do not make calls while holding a
- *   lock a handler takes.
+ *   dead-lock and that T x (levels + 1) can. With 2 threads and the default, that is
+ *   9 requests in service at once: a call-back server raises the limit to what its
+ *   load needs (each level is a handler's stack frames, a few KiB with ours) or
+ *   caps the calls in flight across all its connections (a counter its handlers
+ *   check, answering "busy" or deactivating their handle at the cap; deactivating
+ *   the listening handle alone does not cap the connections already accepted).
+ *   Also stuck for call-backs: threads inside a send (waiting for room or for the
+ *   send token serves nothing), and a call-back that comes on a handle whose
+ *   handler is itself waiting in a call (a handle's events are serialised,
+ *   lf_reactor.h). Give sends a deadline in such a server.
+ *   Deadlines: a nested call's deadline is the earliest of its own and those of the
+ *   joins below it on the thread's stack, for its send (room, token) and its join
+ *   (ETIMEDOUT when an outer deadline comes first; lf_bound_send too), so no call
+ *   below waits past its deadline for the calls above it longer than their handlers
+ *   take to return. The same holds for calls from a handle_close (it runs on a
+ *   reactor thread). Do not make calls while holding a lock a handler takes.
  *
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
@@ -360,8 +370,8 @@
 #ifndef LF_BOUND_NEST_MAX
 #define LF_BOUND_NEST_MAX 4 /* hybrid: nesting levels that serve (NESTING under HYBRID) */
 #endif
-#if LF_BOUND_NEST_MAX < 0
-#error "lf_bound.h: LF_BOUND_NEST_MAX must be 0 or more"
+#if LF_BOUND_NEST_MAX < 0 || LF_BOUND_NEST_MAX > INT_MAX
+#error "lf_bound.h: LF_BOUND_NEST_MAX must be 0 .. INT_MAX"
 #endif
 #if LF_BOUND_RXBUF < 2 * LF_BOUND_HEADER_MAX
 #error "lf_bound.h: LF_BOUND_RXBUF must hold at least two headers (2 * LF_BOUND_HEADER_MAX)"
@@ -1157,15 +1167,23 @@ static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *de
     return 0;
 }
 
+/* The earliest of deadline and those of the hybrid joins below on this thread's
+ * stack (NESTING): buf, or deadline itself. Defined with the hybrid part. */
+static inline const struct timespec *lf__bound_inherit(const struct timespec *deadline,
+                                                       struct timespec *buf);
+
 static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
                                  const struct timespec *deadline)
 {
     const char *p = (const char *)data;
     lf__bound_sending snd;
+    struct timespec inherited;
     int rc = 0, broken = 0;
 
     if (!lf__bound_ok(b) || (data == NULL && len) || !lf__deadline_ok(deadline))
         return EINVAL;
+    /* a send from a handler that a join dispatched waits no longer than that join */
+    deadline = lf__bound_inherit(deadline, &inherited);
     if ((rc = lf__bound_send_begin(b, deadline)) != 0)
         return rc; /* ETIMEDOUT: nothing of it was written */
     /* CANCELLATION: from the token on, a request goes out whole or not at all: the
@@ -1300,6 +1318,7 @@ static inline void lf__bound_join_bare(lf__bound_guard *g)
 static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct timespec *deadline)
 {
     lf__bound_guard g;
+    struct timespec inherited;
     if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
     if (!lf__deadline_ok(deadline)) {
@@ -1314,6 +1333,7 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
         pthread_mutex_unlock(&b->lf__lock);
         return rc;
     }
+    deadline = lf__bound_inherit(deadline, &inherited); /* NESTING */
     if (b->lf__r)
         return lf__bound_join_reactor(b, c, deadline);
     g.b = b;
@@ -1467,6 +1487,17 @@ LF__SHARED LF__THREAD_LOCAL long long lf__bound_until;
 static inline int lf_bound_depth(void)
 {
     return lf__bound_depth;
+}
+
+static inline const struct timespec *lf__bound_inherit(const struct timespec *deadline,
+                                                       struct timespec *buf)
+{
+    long long until = lf__bound_until; /* +1; 0: no join below has a deadline */
+    if (until == 0 || (deadline != NULL && lf__ts_ns(deadline) < until - 1))
+        return deadline;
+    buf->tv_sec = (time_t)((until - 1) / 1000000000LL);
+    buf->tv_nsec = (long)((until - 1) % 1000000000LL);
+    return buf;
 }
 
 /* a->lock held: drop one reference (and the lock); the last one frees a. */
@@ -1734,26 +1765,18 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
                                          const struct timespec *deadline)
 {
     lf__bound_guard g;
-    struct timespec inherited;
     int deep = lf__bound_depth >= lf__load(&b->lf__nest_max, relaxed);
     g.b = b;
     g.c = c;
     g.deadline = deadline;
     g.outer = lf__bound_self; /* a join nested in an upcall */
     g.outer_until = lf__bound_until;
-    g.rc = 0;
-    /* a join nested in another one waits no longer than the earliest deadline below
-     * it (NESTING under HYBRID in the doc block) */
-    if (g.outer_until != 0 && (deadline == NULL || lf__ts_ns(deadline) >= g.outer_until - 1)) {
-        inherited.tv_sec = (time_t)((g.outer_until - 1) / 1000000000LL);
-        inherited.tv_nsec = (long)((g.outer_until - 1) % 1000000000LL);
-        g.deadline = &inherited;
-    }
+    g.rc = 0; /* deadline: the earliest below already (lf_bound_join) */
     /* how c is woken: by the reactor, or (deep) in the bound's own pool */
     pthread_mutex_lock(&b->lf__lock);
     c->lf__deep = deep;
-    if (deep)
-        b->lf__stats.deep++;
+    if (deep && (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING))
+        b->lf__stats.deep++; /* a join that will wait (not one that collects at once) */
     pthread_mutex_unlock(&b->lf__lock);
     lf__bound_self = c;
     lf__bound_until = g.deadline ? lf__ts_ns(g.deadline) + 1 : 0;
@@ -1779,6 +1802,13 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
 static inline int lf_bound_depth(void)
 {
     return 0;
+}
+
+static inline const struct timespec *lf__bound_inherit(const struct timespec *deadline,
+                                                       struct timespec *buf)
+{
+    (void)buf;
+    return deadline;
 }
 
 static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,

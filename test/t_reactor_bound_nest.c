@@ -18,7 +18,12 @@
  *   E: limit 0, never answered: a thread cancelled in its deep wait leaves the
  *      bound consistent (nothing in flight, stats.cancelled 1, destroy succeeds).
  *   F: limit 1, never answered: a deep join inherits the outer call's deadline
- *      (ETIMEDOUT for both, not the inner's 60 s). */
+ *      (ETIMEDOUT for both, not the inner's 60 s).
+ *   G: a server that reads nothing: a 4 MiB send with no deadline, from a handler
+ *      that a call with a 300 ms deadline dispatched, waits for room only until that
+ *      deadline (ETIMEDOUT; part of it went out, so the write side is broken: EPIPE).
+ *   The deep joins counted are those that waited: a join that collects at once is
+ *   not one. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
 #include "lf_frames.h"
@@ -34,6 +39,8 @@
 struct server {
     int fd;
     int answer;            /* 0: read and never answer */
+    int deaf;              /* read nothing at all */
+    LFT_ATOMIC(int) stop;  /* teardown: a deaf server ends */
     int hold;              /* answer nothing until this many are out at once (0: none) */
     LFT_ATOMIC(int) max_out;
     LFT_ATOMIC(int) requests;
@@ -46,6 +53,13 @@ static void *serve(void *a)
     uint64_t out[64];
     int n = 0, held = s->hold > 0;
     unsigned long long seed = 0x1234567;
+    if (s->deaf) { /* until the test tears down */
+        while (!lft_load(&s->stop)) {
+            lft_sleep_ms(5);
+            lft_progress();
+        }
+        return NULL;
+    }
     for (;;) {
         struct pollfd p;
         p.fd = s->fd;
@@ -98,6 +112,7 @@ static LFT_ATOMIC(unsigned) next_id;
 static LFT_ATOMIC(int) served, max_depth, handler_fail;
 static LFT_ATOMIC(long long) inner_ms = -1; /* F: the handler's call's deadline */
 static LFT_ATOMIC(int) inner_rc = -1;
+static LFT_ATOMIC(int) inner_send; /* G: the handler sends 4 MiB instead of calling */
 
 /* one call, its reply checked: 0 or the error */
 static int call(const struct timespec *dl)
@@ -127,7 +142,14 @@ static int on_request(lf_handler *h, int fd, uint32_t ev)
         return LF_KEEP;
     while (d > (m = lft_load(&max_depth)) && !atomic_compare_exchange_weak(&max_depth, &m, d))
         ;
-    if (lft_load(&inner_ms) >= 0) {
+    if (lft_load(&inner_send)) {
+        size_t big = 4u << 20;
+        unsigned char *req = (unsigned char *)calloc(1, big);
+        CHECK(req != NULL);
+        lft_put_header(req, MAGIC, (uint32_t)(big - HDR), 7);
+        lft_store(&inner_rc, lf_bound_send(&b, req, big));
+        free(req);
+    } else if (lft_load(&inner_ms) >= 0) {
         struct timespec dl;
         CHECK_EQ(lf_deadline_in(&dl, lft_load(&inner_ms) * 1000000LL), 0);
         lft_store(&inner_rc, call(&dl));
@@ -138,7 +160,7 @@ static int on_request(lf_handler *h, int fd, uint32_t ev)
     return LF_KEEP;
 }
 
-static void setup(int levels, int answer, int hold)
+static void setup(int levels, int answer, int hold, int deaf)
 {
     struct lf_bound_hooks k;
     CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
@@ -153,6 +175,7 @@ static void setup(int levels, int answer, int hold)
     srv.fd = sv[1];
     srv.answer = answer;
     srv.hold = hold;
+    srv.deaf = deaf;
     lft_store(&served, 0);
     lft_store(&max_depth, 0);
     lft_store(&handler_fail, 0);
@@ -161,6 +184,7 @@ static void setup(int levels, int answer, int hold)
 
 static void teardown(void)
 {
+    lft_store(&srv.stop, 1);
     shutdown(sv[0], SHUT_RDWR);
     lft_join(srv.t);
     (void)lf_reactor_stop(&r);
@@ -197,7 +221,7 @@ static void part_ab(const char *part, int threads)
 {
     struct lf_bound_stats st;
     pthread_t t[2];
-    setup(2, 1, 3);
+    setup(2, 1, 3, 0);
     requests();
     for (int i = 0; i < threads; i++)
         CHECK(pthread_create(&t[i], NULL, runner, NULL) == 0);
@@ -229,7 +253,7 @@ static void part_ab(const char *part, int threads)
 static void part_c(void)
 {
     struct lf_bound_stats st;
-    setup(0, 1, 0);
+    setup(0, 1, 0, 0);
     requests();
     CHECK_EQ(call(NULL), 0);
     CHECK_EQ(lft_load(&served), 0); /* the call served nothing */
@@ -266,7 +290,7 @@ static void await_deep_waiter(void)
 static void part_d(void)
 {
     pthread_t t;
-    setup(0, 0, 0);
+    setup(0, 0, 0, 0);
     CHECK(pthread_create(&t, NULL, waiter, NULL) == 0);
     await_deep_waiter();
     CHECK_EQ(lf_reactor_stop(&r), 0);
@@ -283,7 +307,7 @@ static void part_e(void)
 {
     pthread_t t;
     struct lf_bound_stats st;
-    setup(0, 0, 0);
+    setup(0, 0, 0, 0);
     CHECK(pthread_create(&t, NULL, waiter, NULL) == 0);
     await_deep_waiter();
     lft_cancel_join(t);
@@ -302,7 +326,7 @@ static void part_f(void)
     int efd;
     uint64_t one = 1;
     double t0;
-    setup(1, 0, 0);
+    setup(1, 0, 0, 0);
     CHECK((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0);
     lf_handler_init(&hs[0], on_request, NULL);
     CHECK_EQ(lf_reactor_register(&r, &hs[0], efd, LF_EV_READ), 0);
@@ -320,6 +344,32 @@ static void part_f(void)
     teardown();
 }
 
+static void part_g(void)
+{
+    struct timespec dl;
+    struct lf_bound_stats st;
+    int efd;
+    uint64_t one = 1;
+    setup(1, 0, 0, 1);
+    CHECK((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0);
+    lf_handler_init(&hs[0], on_request, NULL);
+    CHECK_EQ(lf_reactor_register(&r, &hs[0], efd, LF_EV_READ), 0);
+    CHECK(write(efd, &one, 8) == 8);
+    lft_store(&inner_send, 1);
+    CHECK_EQ(lf_deadline_in(&dl, 300 * 1000000LL), 0);
+    CHECK_EQ(call(&dl), ETIMEDOUT);
+    CHECK_EQ(lft_load(&inner_rc), ETIMEDOUT);
+    CHECK_EQ(lf_bound_stats(&b, &st), 0);
+    CHECK_EQ(st.send_failed, EPIPE); /* cut part-way: nothing may follow */
+    CHECK_EQ(call(NULL), EPIPE);
+    CHECK_EQ(lf_bound_stats(&b, &st), 0);
+    CHECK_EQ(st.deep, 0); /* neither join at the limit waited deep */
+    lft_store(&inner_send, 0);
+    printf("t_reactor_bound_nest %s G: a nested send took the outer deadline\n",
+           lf_reactor_backend_name());
+    teardown();
+}
+
 int main(void)
 {
     lft_start("t_reactor_bound_nest", 60);
@@ -329,6 +379,7 @@ int main(void)
     part_d();
     part_e();
     part_f();
+    part_g();
     lft_pass();
     return 0;
 }

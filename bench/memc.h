@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT (the licence text is at the end of this file) */
 /* bench/memc.h - a memcached client on lf_bound.h: many threads share ONE connection
  * and speak memcached's binary protocol over it. The request's `opaque` field is the
  * bound's request id, so each reply finds the thread that waits for it, in whatever
@@ -11,8 +12,14 @@
  *   memc_shutdown(&m) (wakes every waiter); join the threads; memc_close(&m);
  *
  * Deadlines are absolute CLOCK_MONOTONIC times, as lf_bound's; NULL waits for good.
- * Keys are C strings of 1..250 bytes. Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L
- * app.c -pthread (memc.h includes ../lf_bound.h, which needs C11 and POSIX threads).
+ * Keys are C strings of 1..250 bytes.
+ *
+ * TO TAKE IT AWAY
+ *   Copy memc.h, lf_bound.h and lf.h into one directory of your project (memc.h
+ *   includes "lf_bound.h", found beside it or through -I). Nothing else: no liburcu,
+ *   no other file of this repository. Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L
+ *   app.c -pthread (C11 and POSIX threads, as lf_bound.h needs). Every file that
+ *   shares a memc includes it with the same LF_PROMOTE and LF_SYNC (lf.h).
  *
  * RESULTS: one meaning each.
  *   0           done (get: the value is in buf, *len bytes, *flags its flags: 0 if
@@ -70,7 +77,7 @@
 #ifndef MEMC_H_INCLUDED
 #define MEMC_H_INCLUDED
 
-#include "../lf_bound.h"
+#include "lf_bound.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -404,3 +411,27 @@ static inline int memc_delete(memc *m, const char *key, const struct timespec *d
 }
 
 #endif
+
+/*
+ * MIT License
+ *
+ * Copyright (c) 2026 the lf authors
+ *
+ * Permission is hereby granted, free of charge, to any person obtaining a copy
+ * of this software and associated documentation files (the "Software"), to deal
+ * in the Software without restriction, including without limitation the rights
+ * to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ * copies of the Software, and to permit persons to whom the Software is
+ * furnished to do so, subject to the following conditions:
+ *
+ * The above copyright notice and this permission notice shall be included in all
+ * copies or substantial portions of the Software.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ * IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ * FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ * AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ * LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ * OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+ * SOFTWARE.
+ */

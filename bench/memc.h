@@ -5,7 +5,8 @@
  * order the replies come.
  *
  *   memc m;
- *   memc_open(&m, "127.0.0.1", 11211);               then, from any number of threads:
+ *   memc_open_until(&m, "127.0.0.1", 11211, &deadline);   (memc_open: no deadline)
+ *   then, from any number of threads:
  *   rc = memc_set(&m, "k", val, len, flags, 0, NULL);
  *   rc = memc_get(&m, "k", buf, sizeof buf, &len, &flags, NULL);
  *   rc = memc_delete(&m, "k", NULL);
@@ -56,6 +57,21 @@
  *               set or a delete may have been applied
  *   ENOMEM      (as above) also: no memory for a large request
  *
+ * OPEN
+ *   memc_open_until(m, host, port, deadline): host is an address (IPv4 or IPv6, no
+ *   lookup) or a name (getaddrinfo: the resolver takes its own time, which the
+ *   deadline does not bound; pass an address to keep it strict). Each address of the
+ *   name is tried in turn with a non-blocking connect, polled until the deadline
+ *   (absolute CLOCK_MONOTONIC; NULL: the kernel's own connect timeout, minutes);
+ *   the socket is close-on-exec, TCP_NODELAY. 0, or:
+ *     ECONNREFUSED  nothing listens there       ETIMEDOUT  the deadline passed first
+ *     ENETUNREACH, EHOSTUNREACH  no route       ENXIO      the name has no address
+ *     EAGAIN        the resolver failed for now EINVAL     host NULL or longer than
+ *     ENOMEM, EMFILE, ...                                  MEMC_HOST_MAX, port not
+ *                                                          1..65535, a bad deadline
+ *   A deadline already past still makes one attempt: a connect that completes at
+ *   once (loopback) succeeds.
+ *
  * WHY THE HEADER HOOK SAYS "ONE BYTE OF HEADER"
  *   A memcached reply carries its status (and the extras' and key's lengths) in its
  *   24-byte header, and lf_bound hands a context its body only: what the header
@@ -79,10 +95,11 @@
 
 #include "lf_bound.h"
 
-#include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #define MEMC_KEY_MAX 250
 #define MEMC_HDR 24
@@ -94,6 +111,7 @@
 #define MEMC_MAX_BODY ((size_t)(MEMC_HDR - 1 + 8 + MEMC_KEY_MAX) + ((size_t)1 << 30))
 #endif
 #define MEMC_STACK_REQ 1024
+#define MEMC_HOST_MAX 255 /* the longest host name memc_open takes */
 
 enum { MEMC_OP_GET = 0x00, MEMC_OP_SET = 0x01, MEMC_OP_DELETE = 0x04 };
 enum { MEMC_REQUEST = 0x80, MEMC_RESPONSE = 0x81 };
@@ -186,6 +204,10 @@ static inline const char *memc_strerror(int rc)
     case EPIPE: return "could not send";
     case EPROTO: return "protocol error";
     case ETIMEDOUT: return "timed out";
+    case ECONNREFUSED: return "refused: nothing listens there";
+    case EHOSTUNREACH: return "host unreachable";
+    case ENETUNREACH: return "network unreachable";
+    case ENXIO: return "no such host";
     case ECANCELED: return "shut down";
     case ECONNABORTED: return "shut down after sending";
     default: return "error";
@@ -275,38 +297,209 @@ static inline unsigned memc_last_status(void)
     return memc__last_status;
 }
 
-/* Contract: once, before any thread uses m. host: an IPv4 address. 0 or an errno. */
-static inline int memc_open(memc *m, const char *host, int port)
-{
-    struct sockaddr_in a;
-    struct lf_bound_hooks h;
-    int one = 1, rc;
+/* ------------------------------------------------------------------ connecting
+ * A non-blocking connect that a deadline ends: getaddrinfo, then each address in
+ * turn (a name may have an IPv6 and an IPv4 one), polled for POLLOUT and asked
+ * SO_ERROR. CANCELLATION: getaddrinfo, connect and poll are cancellation points, and
+ * the cleanup closes the socket and frees the address list. */
 
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
-        return EINVAL;
-    if ((m->fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
-        return errno;
-    if (connect(m->fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        rc = errno;
-        close(m->fd);
-        return rc;
+static inline int memc__deadline_ok(const struct timespec *d)
+{
+    return d == NULL || (d->tv_sec >= 0 && d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
+}
+
+/* Milliseconds until deadline, rounded up (a wait never ends before it): -1 none. */
+static inline int memc__ms_until(const struct timespec *deadline)
+{
+    struct timespec now;
+    long long ms;
+    if (deadline == NULL)
+        return -1;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (deadline->tv_sec - now.tv_sec > 1000000) /* (a year and more: no overflow) */
+        return 0x7fffffff;
+    ms = ((long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL + deadline->tv_nsec -
+          now.tv_nsec + 999999) / 1000000;
+    return ms <= 0 ? 0 : ms > 0x7fffffff ? 0x7fffffff : (int)ms;
+}
+
+/* getaddrinfo's errors as errno values (see OPEN AND RECONNECT). */
+static inline int memc__gai_errno(int rc)
+{
+    switch (rc) {
+    case EAI_AGAIN: return EAGAIN;
+    case EAI_MEMORY: return ENOMEM;
+    case EAI_SYSTEM: return errno ? errno : EIO;
+    case EAI_FAMILY:
+    case EAI_SOCKTYPE:
+    case EAI_BADFLAGS:
+    case EAI_SERVICE: return EINVAL;
+    default: return ENXIO; /* EAI_NONAME, EAI_FAIL, ...: the name has no address */
     }
-    /* many small requests from many threads: Nagle would hold them back */
-    (void)setsockopt(m->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+struct memc__dial {
+    const char *host;
+    int port;
+    const struct timespec *deadline;
+    int (*stop)(void *arg); /* non-zero: give up (ECANCELED); asked every 50 ms */
+    void *stop_arg;
+    struct addrinfo *ai;    /* the addresses, until freed */
+    int fd;                 /* the socket being connected, or -1 */
+    int rc;
+};
+
+/* close is a cancellation point to libc, and a thread ended in it may or may not
+ * have closed the descriptor: closes run with cancellation off */
+static inline void memc__close(int fd)
+{
+    int cs;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    close(fd);
+    pthread_setcancelstate(cs, &cs);
+}
+
+static void memc__dial_cancelled(void *arg)
+{
+    struct memc__dial *d = (struct memc__dial *)arg;
+    if (d->fd >= 0)
+        close(d->fd); /* (cancellation is off in a cleanup handler) */
+    if (d->ai)
+        freeaddrinfo(d->ai);
+}
+
+/* One address: 0 connected (d->fd), else why not (d->fd is closed by the caller). */
+static inline int memc__dial_one(struct memc__dial *d, const struct addrinfo *a)
+{
+    int err;
+#if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
+    d->fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (d->fd < 0)
+        return errno;
+#else
+    if ((d->fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol)) < 0)
+        return errno;
+    (void)fcntl(d->fd, F_SETFD, FD_CLOEXEC); /* (a fork in between may inherit it) */
+    (void)fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) | O_NONBLOCK);
+#endif
+    if (connect(d->fd, a->ai_addr, a->ai_addrlen) == 0)
+        return 0;
+    if (errno != EINPROGRESS && errno != EINTR) /* EINTR: it goes on, as EINPROGRESS */
+        return errno;
+    for (;;) {
+        struct pollfd p;
+        int ms = memc__ms_until(d->deadline), n;
+        socklen_t len = sizeof err;
+        p.fd = d->fd;
+        p.events = POLLOUT;
+        p.revents = 0;
+        /* in slices of 50 ms, to see memc_shutdown */
+        n = poll(&p, 1, ms < 0 || ms > 50 ? 50 : ms);
+        if (n > 0) {
+            err = 0;
+            if (getsockopt(d->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+                err = errno;
+            return err; /* 0: connected */
+        }
+        if (n < 0 && errno != EINTR)
+            return errno;
+        if (ms == 0)
+            return ETIMEDOUT;
+        if (d->stop && d->stop(d->stop_arg))
+            return ECANCELED;
+    }
+}
+
+static inline void memc__dial_steps(struct memc__dial *d)
+{
+    struct addrinfo hints, *a;
+    char service[16];
+    int one = 1;
+
+    snprintf(service, sizeof service, "%d", d->port);
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV; /* an address: no lookup */
+    d->rc = getaddrinfo(d->host, service, &hints, &d->ai);
+    if (d->rc == EAI_NONAME) { /* a name, then: the resolver's own time, no deadline */
+        hints.ai_flags = AI_NUMERICSERV;
+        d->rc = getaddrinfo(d->host, service, &hints, &d->ai);
+    }
+    if (d->rc != 0) {
+        d->ai = NULL;
+        d->rc = memc__gai_errno(d->rc);
+        return;
+    }
+    d->rc = ENXIO;
+    for (a = d->ai; a != NULL; a = a->ai_next) {
+        if ((d->rc = memc__dial_one(d, a)) == 0)
+            break;
+        if (d->fd >= 0) {
+            memc__close(d->fd);
+            d->fd = -1;
+        }
+        if (d->rc == ETIMEDOUT || d->rc == ECANCELED)
+            break; /* the deadline is spent for every address */
+    }
+    if (d->rc == 0) /* many small requests from many threads: Nagle would hold them */
+        (void)setsockopt(d->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* A connected, non-blocking, close-on-exec TCP socket to d's host and port: 0 and
+ * d->fd, or an errno (d->fd -1). getaddrinfo, connect and the poll are the
+ * cancellation points. */
+static inline int memc__dial(struct memc__dial *d)
+{
+    int cs;
+    d->ai = NULL;
+    d->fd = -1;
+    pthread_cleanup_push(memc__dial_cancelled, d);
+    memc__dial_steps(d);
+    pthread_cleanup_pop(0);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
+    if (d->ai)
+        freeaddrinfo(d->ai);
+    d->ai = NULL;
+    pthread_setcancelstate(cs, &cs);
+    return d->rc;
+}
+
+/* Contract: once, before any thread uses m. 0 or an errno (see OPEN AND RECONNECT). */
+static inline int memc_open_until(memc *m, const char *host, int port,
+                                  const struct timespec *deadline)
+{
+    struct lf_bound_hooks h;
+    struct memc__dial d;
+    int rc;
+
+    if (m == NULL || host == NULL || strlen(host) > MEMC_HOST_MAX || port < 1 || port > 65535 ||
+        !memc__deadline_ok(deadline))
+        return EINVAL;
+    memset(&d, 0, sizeof d);
+    d.host = host;
+    d.port = port;
+    d.deadline = deadline;
+    if ((rc = memc__dial(&d)) != 0)
+        return rc;
+    m->fd = d.fd;
     memset(&h, 0, sizeof h);
     h.frame_header = memc__frame;
     h.read_body = memc__body;
     h.max_body = MEMC_MAX_BODY;
     h.user = m;
     if ((rc = lf_bound_init(&m->b, m->fd, &h)) != 0) {
-        close(m->fd);
+        memc__close(m->fd);
         return rc;
     }
     atomic_init(&m->next_id, 1);
     return 0;
+}
+
+/* Contract: as memc_open_until, with no deadline. */
+static inline int memc_open(memc *m, const char *host, int port)
+{
+    return memc_open_until(m, host, port, NULL);
 }
 
 /* Contract: any thread. Every waiter returns ECONNABORTED, later calls ECANCELED. */

@@ -170,6 +170,7 @@ static void *client(void *arg)
 static void mixed(int port)
 {
     pthread_t th[THREADS];
+    struct memc_stats ms;
     struct lf_bound_stats s;
     unsigned char v[256];
     char key[300];
@@ -205,7 +206,8 @@ static void mixed(int port)
         CHECK(pthread_create(&th[i], NULL, client, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
-    CHECK_EQ(lf_bound_stats(&M.b, &s), 0);
+    CHECK_EQ(memc_stats(&M, &ms), 0);
+    s = ms.bound;
     /* every call sent had exactly one reply, each to its own caller: the EMSGSIZE
      * ones refused by read_body, the rest delivered (the 251-byte key is not sent) */
     calls = lft_load(&n_get) + lft_load(&n_set) + lft_load(&n_del) + (long long)THREADS * OWN_KEYS +
@@ -264,6 +266,7 @@ static void *victim(void *arg)
 static void killed(int port, pid_t pid)
 {
     pthread_t th[THREADS];
+    struct memc_stats ms;
     struct lf_bound_stats s;
     unsigned in_flight;
 
@@ -271,13 +274,15 @@ static void killed(int port, pid_t pid)
     for (long i = 0; i < THREADS; i++)
         CHECK(pthread_create(&th[i], NULL, victim, (void *)i) == 0);
     AWAIT(lft_load(&done_ok) >= 2000, "2,000 calls done before the kill");
-    CHECK_EQ(lf_bound_stats(&M.b, &s), 0);
+    CHECK_EQ(memc_stats(&M, &ms), 0);
+    s = ms.bound;
     in_flight = s.in_flight;
     t_kill = lft_now();
     CHECK(kill(pid, SIGKILL) == 0);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0); /* a thread that never wakes: watchdog */
-    CHECK_EQ(lf_bound_stats(&M.b, &s), 0);
+    CHECK_EQ(memc_stats(&M, &ms), 0);
+    s = ms.bound;
     CHECK(s.failed == ECONNRESET || s.send_failed == EPIPE);
     CHECK_EQ(s.in_flight, 0);
     CHECK_EQ(lft_load(&woke_reset) + lft_load(&woke_pipe), THREADS);
@@ -412,6 +417,7 @@ static void malformed(void)
     static const char *const fatal[] = {"wrap", "huge", "magic"};
     struct sockaddr_in a;
     socklen_t alen = sizeof a;
+    struct memc_stats ms;
     struct lf_bound_stats s;
     unsigned char v[64];
     char key[300];
@@ -473,7 +479,8 @@ static void malformed(void)
         CHECK_EQ(memc_get(&M, fatal[c], v, sizeof v, &len, &flags, NULL), EPROTO);
         CHECK_EQ(memc_get(&M, "ok", v, sizeof v, &len, &flags, NULL), EPROTO);
         CHECK_EQ(memc_delete(&M, "ok", NULL), EPROTO);
-        CHECK_EQ(lf_bound_stats(&M.b, &s), 0);
+        CHECK_EQ(memc_stats(&M, &ms), 0);
+        s = ms.bound;
         CHECK_EQ(s.stray, 0);
         CHECK_EQ(memc_close(&M), 0);
     }

@@ -16,6 +16,10 @@
  *       memc_reconnect(&m, deadline);  (any thread; many at once make one connection)
  *   at the end: memc_shutdown(&m) (wakes every waiter); join the threads; memc_close(&m);
  *
+ *   In a server built on lf_reactor.h, calls made from its handlers can wait by
+ *   serving the reactor (HYBRID below): include lf_reactor.h before memc.h, then
+ *   memc_attach(&m, &reactor) once, before the threads start.
+ *
  *   Deadlines are absolute CLOCK_MONOTONIC times (lf_deadline_in(&d, ns) makes one).
  *   Keys are C strings of 1..250 bytes.
  *
@@ -23,8 +27,9 @@
  *   Copy memc.h, lf_bound.h and lf.h into one directory of your project (memc.h
  *   includes "lf_bound.h", found beside it or through -I). Nothing else: no liburcu,
  *   no other file of this repository. Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L
- *   app.c -pthread (C11 and POSIX threads, as lf_bound.h needs). Every file that
- *   shares a memc includes it with the same LF_PROMOTE and LF_SYNC (lf.h).
+ *   app.c -pthread (C11 and POSIX threads, as lf_bound.h needs). For memc_attach,
+ *   lf_reactor.h too, and liburcu as that header says. Every file that shares a memc
+ *   includes it with the same LF_PROMOTE and LF_SYNC (lf.h).
  *
  * RESULTS of memc_get, memc_set, memc_delete: one meaning each.
  *   0           done (get: the value is in buf, *len bytes, *flags its flags: 0 if
@@ -57,10 +62,11 @@
  *   ETIMEDOUT   the deadline passed first (a late reply is dropped). The request
  *               may have been sent, even with a deadline already past: a set or a
  *               delete may have been applied
- *   ECANCELED   memc_shutdown came first: nothing of the request was sent
+ *   ECANCELED   memc_shutdown came first (hybrid: or the reactor was stopped):
+ *               nothing of the request was sent
  *   ECONNABORTED
- *               memc_shutdown came after the request was sent, before its reply: a
- *               set or a delete may have been applied
+ *               memc_shutdown (or the reactor's stop) came after the request was
+ *               sent, before its reply: a set or a delete may have been applied
  *   ENOMEM      (as above) also: no memory for a large request
  *   With automatic reconnection (memc_auto_reconnect), also what memc_reconnect
  *   returns (ECONNREFUSED, ETIMEDOUT, ...): the new connection could not be made,
@@ -87,11 +93,11 @@
  *       A connection is DEAD once a call on it returned ECONNRESET, EPIPE or the
  *       stream's EPROTO (or a deadline cut a request off half sent), or lf_bound saw
  *       it fail. memc_reconnect then opens a new one to the same host and port (as
- *       memc_open_until) and puts
- *       it in the dead one's place: calls that start after that use the new one;
- *       calls still on the old one finish there (with their replies or the error),
- *       and the last of them shuts the old connection down, destroys its bound and
- *       closes its socket. Any thread, any time, many at once: one new
+ *       memc_open_until, and attached to the same reactor after memc_attach) and
+ *       puts it in the dead one's place: calls that start after that use the new
+ *       one; calls still on the old one finish there (with their replies or the
+ *       error), and the last of them shuts the old connection down, destroys its
+ *       bound and closes its socket. Any thread, any time, many at once: one new
  *       connection is made per dead one. A thread that finds one being made waits
  *       for it (up to its own deadline: ETIMEDOUT) and returns its result; with the
  *       current connection alive, 0 at once and nothing done. 0 (a live connection
@@ -119,12 +125,29 @@
  *   unsigned memc_last_status(void)   the memcached status of this thread's last
  *       reply (0 when none came).
  *   const char *memc_strerror(int rc)  what a result means, in a few words.
+ *   int memc_attach(memc *m, lf_reactor *r)     (with lf_reactor.h: see HYBRID)
+ *
+ * HYBRID (lf_bound.h's Hybrid Thread Associations)
+ *   memc_attach(m, r) makes the connection a handle of the reactor r
+ *   (lf_bound_attach), before any thread uses m: then a call waits by turning r, so
+ *   a handler of r that calls memc_get serves r's other handles while its reply is
+ *   on the way, and a server whose threads all wait for memcached cannot dead-lock.
+ *   Every connection memc_reconnect makes is attached to r too, before any call can
+ *   take it. Offered where lf_reactor.h was included before memc.h (as
+ *   lf_bound_attach is); r: not LF_REACTOR_CONCURRENT, not in a group. r's storage
+ *   must outlive memc_close (as for lf_bound_destroy). lf_reactor_stop makes calls
+ *   return ECANCELED or ECONNABORTED (as memc_shutdown does), and a reconnect that
+ *   has a connection to replace ECANCELED.
+ *   A reconnect made in a handler (memc_reconnect, or a call in automatic mode)
+ *   holds that thread in its connect, up to its deadline; the reactor's other
+ *   threads go on. Calls nest as lf_bound.h's NESTING says.
  *
  * CALLING CONTEXTS
  *   get, set, delete
  *     many threads at once       each call takes the current connection, uses it,
  *                                lets it go: no lock is held while it waits
- *     from a reactor handler     it blocks the handler's thread
+ *     from a reactor handler     hybrid: the wait serves the reactor; else it blocks
+ *                                the handler's thread
  *     during a reconnect         a call that started before the swap finishes on the
  *                                old connection, one after it on the new one
  *     after memc_shutdown        ECANCELED, nothing sent
@@ -133,13 +156,13 @@
  *                                (the last call to let an old connection go closes it)
  *   memc_reconnect
  *     many threads at once       one new connection per dead one; the others wait
- *     from a reactor handler     yes: its connect holds that thread, up to the deadline
+ *     from a reactor handler     yes (see HYBRID)
  *     current connection alive   0 at once
  *     after memc_shutdown        ECANCELED
  *     cancelled in its connect   the socket is closed and the attempt given up: a
  *     or its wait                thread waiting for it makes its own
  *   memc_shutdown, memc_stats, memc_auto_reconnect, memc_last_status: any thread, any
- *   time. memc_open*: before any other thread uses m. memc_close: once
+ *   time. memc_open*, memc_attach: before any other thread uses m. memc_close: once
  *   no call is under way (EBUSY otherwise); nothing after it.
  *
  * HOW THE CONNECTION IS SHARED, AND WHAT IT COSTS
@@ -668,9 +691,9 @@ static inline int memc__put_locked(memc *m, struct memc__conn *c)
     return 1;
 }
 
-/* m->lock held: is c dead (see memc_reconnect in the doc block)? Also what lf_bound saw that no call has
- * reported yet; its ECANCELED is a shutdown or a stopped reactor, which no new
- * connection cures. */
+/* m->lock held: is c dead (memc_reconnect in the doc block)? Also what lf_bound saw
+ * that no call has reported yet; its ECANCELED is a shutdown or a stopped reactor,
+ * which no new connection cures. */
 static inline int memc__dead_locked(struct memc__conn *c)
 {
     struct lf_bound_stats s;
@@ -951,6 +974,31 @@ static inline int memc_stats(memc *m, struct memc_stats *out)
     memc__drop(m, c, 0);
     return 0;
 }
+
+#ifdef LF_REACTOR_H_INCLUDED
+static inline int memc__attach(lf_bound *b, void *reactor)
+{
+    return lf_bound_attach(b, (lf_reactor *)reactor);
+}
+
+/* Contract: once, before any thread uses m (see HYBRID). 0, EBUSY attached already,
+ * or what lf_bound_attach says (ENOTSUP, ECANCELED, ...). */
+static inline int memc_attach(memc *m, lf_reactor *r)
+{
+    int rc;
+    if (m == NULL || m->cur == NULL || r == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&m->lock);
+    if (m->reactor != NULL) {
+        rc = EBUSY;
+    } else if ((rc = lf_bound_attach(&m->cur->b, r)) == 0) {
+        m->reactor = r; /* for the connections memc_reconnect makes */
+        m->attach = memc__attach;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return rc;
+}
+#endif
 
 /* ------------------------------------------------------------------ the calls */
 

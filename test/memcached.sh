@@ -1,14 +1,21 @@
 #!/bin/sh
 # test/memcached.sh CC BUILD_DIR - bench/memc.h (a memcached client on lf_bound.h)
 # against a real memcached that this script installs if missing (Debian, as root)
-# and starts on loopback: test/t_memcached.c's two parts, built plain (default
-# policy, and FIFO) and under ASan+UBSan:
+# and starts on loopback: test/t_memcached.c's parts, built plain (default policy,
+# and FIFO) and under ASan+UBSan:
 #   1. 8 threads x 10^4 mixed get/set/delete over ONE connection, every value checked;
 #   2. memcached killed (SIGKILL) mid-run: every waiting thread wakes with ECONNRESET
 #      or EPIPE, none hangs (the test's watchdog, and timeout here);
 #   3. malformed replies from a fake server in the test: EPROTO for the call, and for
-#      the connection when the stream itself is broken.
-# About 10 s.
+#      the connection when the stream itself is broken;
+#   4. memc_open_until's errors and a connection's life (reconnect, automatic mode,
+#      shutdown, close, pthread_cancel) against a fake server in the test;
+#   5. reconnect under load: memcached killed and restarted on the same port mid-run
+#      (the test asks by making a file; this script kills and restarts), 8 threads
+#      reconnect and carry on with every value checked; no descriptor leaked;
+#   6. the same from the handlers of an lf_reactor, through memc_attach.
+# Also: memc.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
+# bench/memc_refs.c builds. About 30 s.
 set -eu
 [ $# -eq 2 ] || { echo "usage: test/memcached.sh CC BUILD_DIR" >&2; exit 2; }
 cc=$1
@@ -27,11 +34,28 @@ rm -rf "$build/copy"
 mkdir -p "$build/copy"
 cp "$root/bench/memc.h" "$root/lf_bound.h" "$root/lf.h" "$root/bench/memc_bench.c" "$build/copy/"
 $cc $base -O2 -o "$build/copy/memc_bench" "$build/copy/memc_bench.c" -pthread
+$cc $base -O2 -o "$build/memc_refs" "$root/bench/memc_refs.c" -pthread
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
-$cc $strict -O2 -g -o "$build/t_memcached" "$root/test/t_memcached.c" -pthread
+# the test includes lf_reactor.h (memc_attach): liburcu
+urcu=$(pkg-config --cflags --libs liburcu-memb 2>/dev/null || echo -lurcu-memb -lurcu-common)
+# shellcheck disable=SC2086 # urcu is a list of flags
+$cc $strict -O2 -g -o "$build/t_memcached" "$root/test/t_memcached.c" $urcu -pthread
+# shellcheck disable=SC2086
 $cc $strict -O2 -g -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/t_memcached.fifo" \
-    "$root/test/t_memcached.c" -pthread
-$cc $strict $san -o "$build/t_memcached.asan" "$root/test/t_memcached.c" -pthread
+    "$root/test/t_memcached.c" $urcu -pthread
+# shellcheck disable=SC2086
+$cc $strict $san -o "$build/t_memcached.asan" "$root/test/t_memcached.c" $urcu -pthread
+
+# restarted ENV... BIN ARGS...: run the test in the background; when it makes
+# $build/kill.now, kill memcached (SIGKILL) and start a new one on the same port
+restarted() {
+    rm -f "$build/kill.now"
+    "$@" &
+    tpid=$!
+    while kill -0 "$tpid" 2>/dev/null && [ ! -e "$build/kill.now" ]; do sleep 0.02; done
+    if [ -e "$build/kill.now" ]; then memc_restart "$build"; fi
+    wait "$tpid"
+}
 
 trap memc_stop EXIT
 for bin in t_memcached t_memcached.fifo t_memcached.asan; do
@@ -40,6 +64,8 @@ for bin in t_memcached t_memcached.fifo t_memcached.asan; do
     echo "$bin:"
     # shellcheck disable=SC2086
     env $envs timeout 60 "$build/$bin" -f # malformed replies from a fake server
+    # shellcheck disable=SC2086
+    env $envs timeout 60 "$build/$bin" -c # connections, against a fake server
     memc_start "$build"
     # shellcheck disable=SC2086 # envs is a list of assignments
     env $envs timeout 120 "$build/$bin" -p "$memc_port"
@@ -48,5 +74,11 @@ for bin in t_memcached t_memcached.fifo t_memcached.asan; do
     # shellcheck disable=SC2086
     env $envs timeout 60 "$build/$bin" -p "$memc_port" -k "$memc_pid"
     memc_stop # reaps the killed one
+    for mode in -r -H; do # reconnect under load: threads, then reactor handlers
+        memc_start "$build"
+        # shellcheck disable=SC2086
+        restarted env $envs timeout 120 "$build/$bin" -p "$memc_port" $mode "$build/kill.now"
+        memc_stop
+    done
 done
 echo "memcached: all passed"

@@ -296,9 +296,11 @@ FULL_compile += $(RESULTS)/compile/musl
 
 # A real memcached (installed if missing, started on loopback): bench/memc.h's client
 # on lf_bound, 8 threads x 10^4 calls over one connection with every value checked,
-# then memcached killed mid-run (every waiter wakes, none hangs); plain and ASan+UBSan.
+# then memcached killed mid-run (every waiter wakes, none hangs), killed and restarted
+# under load (the threads reconnect, values checked; also from reactor handlers,
+# hybrid), connect errors and cancellation; plain, ASan+UBSan and TSan.
 $(RESULTS)/compile/memcached:
-	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes (plain, ASan+UBSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached
+	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes; killed and restarted, the threads reconnect (also hybrid); connect errors, cancellation (plain, ASan+UBSan, TSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached
 RUN_compile += $(RESULTS)/compile/memcached
 
 # ARM under qemu-user (aarch64, armhf): a slice in the full run; `make cross` runs them all.

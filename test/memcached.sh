@@ -2,7 +2,8 @@
 # test/memcached.sh CC BUILD_DIR - bench/memc.h (a memcached client on lf_bound.h)
 # against a real memcached that this script installs if missing (Debian, as root)
 # and starts on loopback: test/t_memcached.c's parts, built plain (default policy,
-# and FIFO) and under ASan+UBSan:
+# and FIFO), under ASan+UBSan and under TSan (the connection references, reconnects
+# and cancellations are concurrency code):
 #   1. 8 threads x 10^4 mixed get/set/delete over ONE connection, every value checked;
 #   2. memcached killed (SIGKILL) mid-run: every waiting thread wakes with ECONNRESET
 #      or EPIPE, none hangs (the test's watchdog, and timeout here);
@@ -15,7 +16,7 @@
 #      reconnect and carry on with every value checked; no descriptor leaked;
 #   6. the same from the handlers of an lf_reactor, through memc_attach.
 # Also: memc.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
-# bench/memc_refs.c builds. About 30 s.
+# bench/memc_refs.c builds. About 50 s.
 set -eu
 [ $# -eq 2 ] || { echo "usage: test/memcached.sh CC BUILD_DIR" >&2; exit 2; }
 cc=$1
@@ -45,6 +46,9 @@ $cc $strict -O2 -g -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/t_memcached.fifo" \
     "$root/test/t_memcached.c" $urcu -pthread
 # shellcheck disable=SC2086
 $cc $strict $san -o "$build/t_memcached.asan" "$root/test/t_memcached.c" $urcu -pthread
+# shellcheck disable=SC2086
+$cc $strict -O1 -g -fsanitize=thread -o "$build/t_memcached.tsan" "$root/test/t_memcached.c" \
+    $urcu -pthread
 
 # restarted ENV... BIN ARGS...: run the test in the background; when it makes
 # $build/kill.now, kill memcached (SIGKILL) and start a new one on the same port
@@ -58,9 +62,12 @@ restarted() {
 }
 
 trap memc_stop EXIT
-for bin in t_memcached t_memcached.fifo t_memcached.asan; do
+for bin in t_memcached t_memcached.fifo t_memcached.asan t_memcached.tsan; do
     envs="LF_TEST_STALL_S=10"
-    case $bin in *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;; esac
+    case $bin in
+    *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;;
+    *.tsan) envs="LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
+    esac
     echo "$bin:"
     # shellcheck disable=SC2086
     env $envs timeout 60 "$build/$bin" -f # malformed replies from a fake server

@@ -34,7 +34,9 @@ strict="$base -I$root" # memc.h includes "lf_bound.h": beside it, or through -I
 rm -rf "$build/copy"
 mkdir -p "$build/copy"
 cp "$root/bench/memc.h" "$root/lf_bound.h" "$root/lf.h" "$root/bench/memc_bench.c" "$build/copy/"
+# shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/memc_bench" "$build/copy/memc_bench.c" -pthread
+# shellcheck disable=SC2086
 $cc $base -O2 -o "$build/memc_refs" "$root/bench/memc_refs.c" -pthread
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 # the test includes lf_reactor.h (memc_attach): liburcu

@@ -176,12 +176,12 @@
  *   by that call. The mutex costs a call 47 ns of CPU for its two lock/unlock
  *   pairs, against 16 ns for the two atomic operations that any lock-free scheme
  *   needs at least (bench/memc_refs.c: 8 threads taking and dropping with nothing
- *   in between, on a 2-vCPU x86-64 VM); a call costs the client about 11 us of CPU
- *   (bench/memc_bench.c, 8 threads), so the difference is 0.3%, well inside
- *   memc_bench's spread from run to run. A lock-free scheme would also have to keep
- *   a thread that loaded the pointer from counting on a connection being freed
- *   (hazard pointers, or memory that is never freed while m lives): more code than
- *   30 ns buy here.
+ *   in between, on a 2-vCPU x86-64 VM); a call costs the client 5 to 20 us of CPU
+ *   (bench/memc_bench.c, 8 threads; 7 the median), so the difference is under 0.6%,
+ *   well inside memc_bench's spread from run to run. A lock-free scheme would also
+ *   have to keep a thread that loaded the pointer from counting on a connection
+ *   being freed (hazard pointers, or memory that is never freed while m lives): more
+ *   code than 30 ns buy here.
  *
  * WHY THE HEADER HOOK SAYS "ONE BYTE OF HEADER"
  *   A memcached reply carries its status (and the extras' and key's lengths) in its
@@ -255,8 +255,9 @@ typedef struct memc {
     int attempt_rc;               /* the last one's result (MEMC__GAVE_UP: cancelled) */
     unsigned long long reconnects;
     void *reactor;                /* memc_attach's lf_reactor, or NULL */
-    int (*attach)(lf_bound *b, void *reactor); /* lf_bound_attach, compiled by memc_attach's
-                                   * file (it is the one that included lf_reactor.h) */
+    /* lf_bound_attach as compiled where memc_attach was (a file with lf_reactor.h),
+     * for the connections memc_reconnect makes in any file; NULL: bare */
+    int (*attach)(lf_bound *b, void *reactor);
     atomic_uint next_id;          /* the next opaque */
     int port;
     char host[MEMC_HOST_MAX + 1];
@@ -514,7 +515,7 @@ static inline void memc__close(int fd)
     pthread_setcancelstate(cs, &cs);
 }
 
-static void memc__dial_cancelled(void *arg)
+static inline void memc__dial_cancelled(void *arg)
 {
     struct memc__dial *d = (struct memc__dial *)arg;
     if (d->fd >= 0)

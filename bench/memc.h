@@ -204,6 +204,10 @@
  *     is noticed by a call that meets the failure: with no call under way, nothing
  *     reads the socket, so nothing sees memcached go.
  *   - A reconnect's host name is looked up again each time (getaddrinfo, no deadline).
+ *   - A reconnect made the moment memcached dies can land in the dying server's
+ *     accept queue, which the kernel then resets: that connection dies too, and the
+ *     next reconnect replaces it (one per dead one; test/memcached.sh sees it happen).
+ *     Waiting a little before reconnecting (a timer, a sleep) makes it rarer.
  */
 #ifndef MEMC_H_INCLUDED
 #define MEMC_H_INCLUDED

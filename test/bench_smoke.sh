@@ -35,16 +35,26 @@ serve() {
     shift
     "$@" >"$build/$name.out" 2>"$build/$name.err" &
     pid=$!
-    # up to 30 s: an ASan binary on a busy machine may take seconds to say its port
+    # up to 120 s: an ASan binary on a busy machine may take seconds to say its port
+    # (once, in make stress-ci beside other builds, one said nothing for 30 s; if it
+    # happens again, the threads' states below say where it was)
     i=0
-    while ! grep -q '^port ' "$build/$name.out" && kill -0 "$pid" 2>/dev/null && [ $i -lt 600 ]; do
+    while ! grep -q '^port ' "$build/$name.out" && kill -0 "$pid" 2>/dev/null && [ $i -lt 2400 ]; do
         sleep 0.05
         i=$((i + 1))
     done
     port=$(awk '/^port /{print $2}' "$build/$name.out")
     [ -n "$port" ] || {
-        kill -0 "$pid" 2>/dev/null && echo "$name did not say its port in 30 s" ||
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "$name did not say its port in 120 s; its threads:"
+            for t in /proc/"$pid"/task/*; do
+                echo "  $(cat "$t/comm") $(grep State "$t/status") wchan=$(cat "$t/wchan")"
+                cat "$t/stack" 2>/dev/null | sed 's/^/    /'
+            done
+            kill -9 "$pid"
+        else
             echo "$name exited before it said its port"
+        fi
         cat "$build/$name.err"
         exit 1
     }

@@ -1,0 +1,643 @@
+/* bench/gw_lf.c - the hybrid gateway: many TCP clients in front, a real memcached
+ * behind, on lf_reactor.h and bench/memc.h (lf_bound.h attached to the reactor).
+ *
+ *   gw_lf [-p PORT] [-t THREADS] [-m HOST:PORT] [-d DEADLINE_MS] [-i IDLE_S]
+ *         [-w WSTALL_MS] [-f FLAGS]          (bench/gw_proto.h: protocol, options)
+ *
+ * HOW IT IS WRITTEN, AND WHY THAT IS HOW lf'S USERS WRITE IT
+ *   The README's "A complete server" with a blocking backend call in its handler:
+ *   - THREADS threads (default 2) run lf_reactor_run on one reactor. Each client
+ *     connection is a handler: it reads what is there, and for each whole request calls
+ *     memcached with memc_get or memc_set, straight from the handler, as if the call
+ *     were local. That is the point of the hybrid mode: the memcached connection
+ *     (ONE, memc.h, shared by every thread) is attached to the reactor
+ *     (lf_bound_attach), so a thread that waits for its reply goes on serving the
+ *     reactor's other handles meanwhile (other clients, the acceptor, timers),
+ *     nested on its stack, up to LF_BOUND_NEST_MAX (4) levels; a call made at that
+ *     depth waits without serving (lf_bound.h, NESTING). No callbacks, no per-request
+ *     state machine: the request's state is the handler's stack frame.
+ *   - Output is buffered per connection (the README's server): what the socket does
+ *     not take is kept and sent on LF_EV_WRITE (lf_reactor_modify); past GW_BACKLOG
+ *     (256 KiB) the handler stops taking requests from that client and drops READ;
+ *     if its output does not move for -w ms it is dropped. A GET's value is placed by
+ *     memc_get straight into the connection's output buffer.
+ *   - One lf_timer per connection for the idle timeout, one for the stalled writer;
+ *     SIGTERM/SIGINT through a signalfd handle; accepting pauses when out of
+ *     descriptors. Connections are one-shot handles answering LF_DRAINED after a
+ *     short read, the library's default way.
+ *   - Each call has its deadline (-d, 500 ms; a nested call also ends by the earliest
+ *     deadline below it on the thread's stack, lf_bound.h). ETIMEDOUT -> ERR timeout;
+ *     any other failure -> ERR backend.
+ *
+ * FAIL-FAST (on by default; -f 1 turns it off)
+ *   A thread holds at most LF_BOUND_NEST_MAX + 1 calls, so the gateway has at most
+ *   THREADS x 5 calls in flight. While memcached answers that is plenty (a call takes
+ *   tens of microseconds); while it is stalled (SIGSTOP, a hung server) every call
+ *   waits its whole deadline, and the requests behind them wait in their sockets,
+ *   unread: a client would see ERR timeout after 2, 3, 4 deadlines, not one. So the
+ *   first call that times out marks the backend stalled, and until a probe (a get
+ *   from the backend handler, every 10..500 ms) is answered again, requests get
+ *   ERR backend at once instead of a call. The libuv and asio gateways need no such
+ *   thing: they read every request at once and each waits on a timer of its own.
+ *
+ * RECONNECT
+ *   Today's memc.h cannot re-open a connection in place, so a link (a memc and a count
+ *   of the calls inside it) that fails (ECONNRESET, EPIPE, EPROTO) is retired: taken
+ *   out of use, shut down (memc_shutdown wakes its waiters), and closed by the
+ *   backend handler once no call is inside it; backend_reconnect() makes a new one,
+ *   retried with a backoff of 10, 20, 40 .. 500 ms. Until then requests get
+ *   ERR backend at once. See backend_reconnect() for what changes with memc_reconnect.
+ *
+ * SIGTERM / SIGINT
+ *   Stop accepting (the listening handle is removed), take no new requests, let the
+ *   calls in flight finish (bounded by the deadline, plus 200 ms), then stop the
+ *   reactor, and print one line on stdout, then exit 0:
+ *     stats requests= errors= timeouts= backend= proto= failfast= reconnects=
+ *           clients= idle_closed= stall_dropped= max_depth= deep= nest_max=
+ *   max_depth: the deepest lf_bound_depth() a handler saw before its call (handlers
+ *   run at depth <= nest_max; their call is one deeper); deep: lf_bound_stats' deep,
+ *   the calls made at the limit, over every memcached connection the gateway had.
+ *
+ * Build (from the repository root):
+ *   cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -I. -Ibench
+ *      bench/gw_lf.c -o gw_lf $(pkg-config --cflags --libs liburcu-memb) -pthread
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#define LF_BOUND_REACTOR 1
+#include "lf_reactor.h"
+#include "memc.h"
+#include "gw_proto.h"
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+
+#define RELAXED memory_order_relaxed
+#define PROBE_KEY "gw:probe"
+
+static lf_reactor reactor;
+static struct gw_args args;
+static lf_handler listener, signals;
+static lf_timer accept_pause, stop_tick;
+static long long stop_at_ms;
+static atomic_int draining; /* SIGTERM came: take no new requests */
+static atomic_int busy;     /* connection dispatches running now */
+
+static struct {
+    _Atomic unsigned long long requests, timeouts, backend, proto, failfast, reconnects,
+        clients, idle_closed, stall_dropped;
+    atomic_int max_depth;
+} st;
+
+static void count(_Atomic unsigned long long *c)
+{
+    atomic_fetch_add_explicit(c, 1, RELAXED);
+}
+
+/* ------------------------------------------------------------------ >>backend */
+
+struct link {
+    memc m;
+    int refs;          /* calls inside it, under be.lock */
+    struct link *next; /* on be.retired */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct link *cur;        /* in use; NULL while down (requests: ERR backend) */
+    struct link *retired;    /* failed, shut down, closed once refs is 0 */
+    lf_handler h;            /* an eventfd with no interest: notifications, its timer */
+    lf_timer tick;
+    long long backoff_ms;    /* the next wait before a reconnect or probe */
+    atomic_int stalled;      /* fail-fast: a call timed out, no probe answered since */
+    unsigned long long deep; /* stats.deep of the links closed already */
+} be;
+
+static struct link *link_get(void)
+{
+    pthread_mutex_lock(&be.lock);
+    struct link *l = be.cur;
+    if (l != NULL)
+        l->refs++;
+    pthread_mutex_unlock(&be.lock);
+    return l;
+}
+
+/* A call on l ended with rc. A broken connection retires l: no new call gets it,
+ * memc_shutdown wakes the calls still inside it, and the backend handler closes it
+ * when the last one has left, then reconnects. */
+static void link_put(struct link *l, int rc)
+{
+    int retire = 0;
+    pthread_mutex_lock(&be.lock);
+    l->refs--;
+    if ((rc == ECONNRESET || rc == EPIPE || rc == EPROTO) && be.cur == l) {
+        be.cur = NULL;
+        l->next = be.retired;
+        be.retired = l;
+        retire = 1;
+    }
+    pthread_mutex_unlock(&be.lock);
+    if (retire) {
+        memc_shutdown(&l->m);
+        (void)lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY);
+    }
+}
+
+/* THE RECONNECT, in one place. memc.h has no memc_reconnect yet: a new link is opened
+ * (memc_open: a blocking connect, instant on loopback), attached to the reactor, and
+ * published; the failed one was retired by link_put. With memc_reconnect(&m) and
+ * memc_attach(&m, &reactor) in memc.h this becomes one persistent memc re-opened in
+ * place here, and struct link, its refs and the retired list go away. */
+static int backend_reconnect(void)
+{
+    struct link *l = (struct link *)calloc(1, sizeof *l);
+    int rc;
+    if (l == NULL)
+        return ENOMEM;
+    if ((rc = memc_open(&l->m, args.mc_host, args.mc_port)) != 0) {
+        free(l);
+        return rc;
+    }
+    if ((rc = lf_bound_attach(&l->m.b, &reactor)) != 0) {
+        memc_close(&l->m);
+        free(l);
+        return rc;
+    }
+    pthread_mutex_lock(&be.lock);
+    be.cur = l;
+    pthread_mutex_unlock(&be.lock);
+    count(&st.reconnects);
+    return 0;
+}
+
+static void backend_close(struct link *l)
+{
+    struct lf_bound_stats s;
+    if (lf_bound_stats(&l->m.b, &s) == 0)
+        be.deep += s.deep;
+    if (memc_close(&l->m) == 0)
+        free(l);
+}
+
+/* Close the retired links no call is inside any more. */
+static int backend_reap(void)
+{
+    struct link *done = NULL, **pp, *l;
+    int left = 0;
+    pthread_mutex_lock(&be.lock);
+    for (pp = &be.retired; (l = *pp) != NULL;) {
+        if (l->refs == 0) {
+            *pp = l->next;
+            l->next = done;
+            done = l;
+        } else {
+            pp = &l->next;
+            left = 1;
+        }
+    }
+    pthread_mutex_unlock(&be.lock);
+    while ((l = done) != NULL) {
+        done = l->next;
+        backend_close(l);
+    }
+    return left;
+}
+
+static long long backoff_next(void)
+{
+    long long ms = be.backoff_ms;
+    be.backoff_ms = ms * 2 > GW_BACKOFF_MAX_MS ? GW_BACKOFF_MAX_MS : ms * 2;
+    return ms;
+}
+
+/* The backend's own handler (one thread at a time, like any handler): reaps,
+ * reconnects, probes a stalled memcached; re-arms its timer while there is work. */
+static int on_backend(lf_handler *h, int fd, uint32_t events)
+{
+    long long next_ms = -1;
+    (void)fd;
+    if (events & LF_EV_TIMEOUT)
+        (void)lf_timer_fired(&be.tick);
+    int reaping = backend_reap();
+    pthread_mutex_lock(&be.lock);
+    int down = be.cur == NULL;
+    pthread_mutex_unlock(&be.lock);
+    if (down && !atomic_load(&draining)) {
+        if (backend_reconnect() == 0) {
+            be.backoff_ms = GW_BACKOFF_MIN_MS;
+            atomic_store(&be.stalled, 0);
+        } else {
+            next_ms = backoff_next();
+        }
+    } else if (atomic_load(&be.stalled) && !atomic_load(&draining)) {
+        /* the probe: any answer (the key is never set: ENOENT) says memcached serves */
+        struct link *l = link_get();
+        if (l != NULL) {
+            struct timespec dl;
+            char v[8];
+            size_t len;
+            lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
+            int rc = memc_get(&l->m, PROBE_KEY, v, sizeof v, &len, NULL, &dl);
+            link_put(l, rc);
+            if (rc == 0 || rc == ENOENT || rc == EMSGSIZE) {
+                atomic_store(&be.stalled, 0);
+                be.backoff_ms = GW_BACKOFF_MIN_MS;
+            } else {
+                next_ms = backoff_next();
+            }
+        }
+    }
+    if (next_ms < 0 && reaping)
+        next_ms = 10;
+    if (next_ms >= 0)
+        (void)lf_reactor_timer_start(&reactor, &be.tick, h, next_ms * 1000000LL, 0);
+    return LF_KEEP;
+}
+
+/* ------------------------------------------------------------------ >>clients */
+
+struct conn {
+    lf_handler h;   /* first: the reactor hands us &c->h */
+    lf_timer idle;  /* the client sent nothing for args.idle_ms */
+    lf_timer stall; /* output waiting and none of it went out for args.wstall_ms */
+    struct gw_buf in, out;
+    size_t need;    /* bytes the request at in.off takes, when known (0: unknown) */
+    uint32_t want;  /* the interest we asked for last */
+    int started;    /* the idle timer runs */
+    int eof;        /* the client sent all it will send */
+    int drained;    /* the last read found the socket empty */
+    int doomed;     /* ERR proto is queued: close once it is out */
+    int stall_armed;
+};
+
+static void put_str(struct conn *c, const char *s)
+{
+    (void)gw_buf_put(&c->out, s, strlen(s)); /* out of memory: the reply is lost */
+}
+
+/* Write what the socket takes: 0 all out, 1 some left, -1 the connection failed.
+ * *moved: some bytes went. */
+static int flush_out(struct conn *c, int *moved)
+{
+    while (c->out.off < c->out.len) {
+        ssize_t n = send(c->h.fd, c->out.p + c->out.off, c->out.len - c->out.off, MSG_NOSIGNAL);
+        if (n < 0)
+            return errno == EAGAIN ? 1 : errno == EINTR ? 0 : -1;
+        c->out.off += (size_t)n;
+        *moved = 1;
+    }
+    gw_buf_consume(&c->out, 0);
+    return 0;
+}
+
+static void note_depth(void)
+{
+    int d = lf_bound_depth(), m = atomic_load_explicit(&st.max_depth, RELAXED);
+    while (d > m && !atomic_compare_exchange_weak_explicit(&st.max_depth, &m, d, RELAXED, RELAXED))
+        ;
+}
+
+/* A GET: the value goes straight into the output buffer, behind room for its head. */
+static int do_get(struct conn *c, struct link *l, const char *key, const struct timespec *dl)
+{
+    size_t cap = 4096, len = 0;
+    int rc;
+    for (int tries = 0;; tries++) {
+        if (gw_buf_reserve(&c->out, GW_VALUE_HEAD_MAX + cap + 2) != 0)
+            return ENOMEM;
+        unsigned char *v = c->out.p + c->out.len + GW_VALUE_HEAD_MAX;
+        rc = memc_get(&l->m, key, v, c->out.cap - c->out.len - GW_VALUE_HEAD_MAX - 2, &len,
+                      NULL, dl);
+        if (rc == EMSGSIZE && len <= GW_VALUE_MAX && tries < 3) {
+            cap = len; /* larger than the room we had: again, with room for it */
+            continue;
+        }
+        if (rc != 0)
+            return rc;
+        char head[GW_VALUE_HEAD_MAX];
+        size_t hl = gw_value_head(head, len);
+        unsigned char *at = c->out.p + c->out.len;
+        memmove(at + hl, v, len);
+        memcpy(at, head, hl);
+        memcpy(at + hl + len, "\r\n", 2);
+        c->out.len += hl + len + 2;
+        return 0;
+    }
+}
+
+static void serve_one(struct conn *c, const struct gw_req *r)
+{
+    char key[GW_KEY_MAX + 1];
+    struct timespec dl;
+    struct link *l;
+    int rc;
+
+    count(&st.requests);
+    memcpy(key, r->key, r->klen);
+    key[r->klen] = '\0';
+    note_depth();
+    if (!(args.flags & 1) && atomic_load_explicit(&be.stalled, RELAXED)) {
+        count(&st.failfast);
+        count(&st.backend);
+        put_str(c, GW_ERR_BACKEND);
+        return;
+    }
+    if ((l = link_get()) == NULL) {
+        count(&st.backend);
+        put_str(c, GW_ERR_BACKEND);
+        return;
+    }
+    lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
+    if (r->op == GW_SET) {
+        rc = memc_set(&l->m, key, r->val, r->vlen, 0, 0, &dl);
+        if (rc == 0)
+            put_str(c, GW_STORED);
+    } else {
+        rc = do_get(c, l, key, &dl);
+        if (rc == ENOENT)
+            put_str(c, GW_MISS);
+    }
+    link_put(l, rc);
+    if (rc == ETIMEDOUT) {
+        count(&st.timeouts);
+        put_str(c, GW_ERR_TIMEOUT);
+        if (!atomic_exchange(&be.stalled, 1) && !(args.flags & 1))
+            (void)lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY); /* start probing */
+    } else if (rc != 0 && rc != ENOENT) {
+        count(&st.backend);
+        put_str(c, GW_ERR_BACKEND);
+    }
+}
+
+/* Serve the whole requests in c->in. 1: none left whole; 0: stopped with some left
+ * (the backlog is full, or SIGTERM). */
+static int serve(struct conn *c)
+{
+    while (!c->doomed) {
+        struct gw_req r;
+        int moved = 0;
+        if (c->out.len - c->out.off >= GW_BACKLOG || atomic_load_explicit(&draining, RELAXED))
+            return 0;
+        int k = gw_parse(c->in.p + c->in.off, c->in.len - c->in.off, &r, &c->need);
+        if (k == 0)
+            return 1;
+        if (k < 0) {
+            count(&st.proto);
+            count(&st.requests);
+            put_str(c, GW_ERR_PROTO);
+            c->doomed = 1;
+            return 1;
+        }
+        /* a pipelining client gets the replies it has before we wait for the next */
+        if (c->out.len > c->out.off)
+            (void)flush_out(c, &moved);
+        serve_one(c, &r);
+        gw_buf_consume(&c->in, r.size);
+        c->need = 0;
+    }
+    return 1;
+}
+
+static int on_conn_event(struct conn *c, int fd, uint32_t events)
+{
+    lf_handler *h = &c->h;
+    int moved = 0, left, all;
+
+    if (events & LF_EV_CLOSE)
+        return LF_REMOVE; /* hung up or failed: nothing more goes either way */
+    if (events & LF_EV_TIMEOUT) {
+        if (lf_timer_fired(&c->idle)) {
+            count(&st.idle_closed);
+            return LF_REMOVE;
+        }
+        if (lf_timer_fired(&c->stall) && c->out.len > c->out.off) {
+            count(&st.stall_dropped);
+            return LF_REMOVE;
+        }
+    }
+    if (!c->started) { /* the first dispatch (WRITE, see on_accept): the idle clock */
+        c->started = 1;
+        lf_reactor_timer_start(&reactor, &c->idle, h, args.idle_ms * 1000000LL, 0);
+    }
+    if (events & LF_EV_READ) {
+        size_t have = c->in.len - c->in.off, want = 1024;
+        if (c->need > have && c->need - have > want)
+            want = c->need - have; /* the rest of a large SET in one go */
+        if (gw_buf_reserve(&c->in, want) != 0)
+            return LF_REMOVE;
+        size_t room = c->in.cap - c->in.len;
+        ssize_t n = read(fd, c->in.p + c->in.len, room);
+        if (n < 0 && errno != EAGAIN && errno != EINTR)
+            return LF_REMOVE;
+        c->drained = n >= 0 && n < (ssize_t)room; /* a short read: the socket is empty */
+        if (n < 0 && errno == EAGAIN)
+            c->drained = 1;
+        if (n == 0)
+            c->eof = 1;
+        if (n > 0) {
+            c->in.len += (size_t)n;
+            lf_reactor_timer_start(&reactor, &c->idle, h, args.idle_ms * 1000000LL, 0);
+        }
+    }
+    all = serve(c);
+    if ((left = flush_out(c, &moved)) < 0)
+        return LF_REMOVE;
+    if (left && (moved || !c->stall_armed)) {
+        lf_reactor_timer_start(&reactor, &c->stall, h, args.wstall_ms * 1000000LL, 0);
+        c->stall_armed = 1;
+    } else if (!left && c->stall_armed) {
+        lf_reactor_timer_cancel(&reactor, &c->stall);
+        c->stall_armed = 0;
+    }
+    if (!left && (c->doomed || (c->eof && all)))
+        return LF_REMOVE; /* ERR proto is out, or the client is done and has it all */
+    /* READ while the backlog has room (and the client may send more); WRITE while
+     * something is left: a client that does not read can neither make us keep more
+     * than the backlog nor hold a thread */
+    uint32_t want = (c->out.len - c->out.off < GW_BACKLOG && !c->eof && !c->doomed &&
+                             !atomic_load_explicit(&draining, RELAXED)
+                         ? LF_EV_READ
+                         : 0u) |
+                    (left ? LF_EV_WRITE : 0u);
+    if (want != c->want && lf_reactor_modify(&reactor, h, want) == 0)
+        c->want = want;
+    return c->drained ? LF_DRAINED : LF_KEEP;
+}
+
+static int on_conn(lf_handler *h, int fd, uint32_t events)
+{
+    atomic_fetch_add(&busy, 1);
+    int rc = on_conn_event((struct conn *)h, fd, events);
+    atomic_fetch_sub(&busy, 1);
+    return rc;
+}
+
+static void on_conn_close(lf_handler *h) /* after the last dispatch; the fd is closed after */
+{
+    struct conn *c = (struct conn *)h;
+    gw_buf_free(&c->in);
+    gw_buf_free(&c->out);
+    free(c);
+}
+
+static int on_accept(lf_handler *h, int fd, uint32_t events)
+{
+    int s;
+    if ((events & LF_EV_TIMEOUT) && lf_timer_fired(&accept_pause))
+        lf_reactor_modify(&reactor, h, LF_EV_ACCEPT); /* the pause is over */
+    while ((s = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+        struct conn *c = (struct conn *)calloc(1, sizeof *c);
+        if (c == NULL) {
+            close(s);
+            continue;
+        }
+        srv_nodelay(s);
+        lf_handler_init(&c->h, on_conn, on_conn_close);
+        lf_timer_init(&c->idle);
+        lf_timer_init(&c->stall);
+        count(&st.clients);
+        /* WRITE too: a new socket is writable, so the first dispatch comes at once and
+         * starts the idle timer. From here on c is the reactor's. */
+        c->want = LF_EV_READ | LF_EV_WRITE;
+        if (lf_reactor_register(&reactor, &c->h, s, c->want) != 0) {
+            on_conn_close(&c->h);
+            close(s);
+        }
+    }
+    if (errno == EMFILE || errno == ENFILE) { /* it would report again at once: pause */
+        lf_reactor_modify(&reactor, h, 0);
+        lf_reactor_timer_start(&reactor, &accept_pause, h, 100 * 1000000LL, 0);
+    }
+    return LF_KEEP;
+}
+
+/* ------------------------------------------------------------------ >>main */
+
+static int on_signal(lf_handler *h, int fd, uint32_t events)
+{
+    struct signalfd_siginfo si;
+    if (events & LF_EV_SIGNAL) {
+        while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
+            ;
+        if (!atomic_exchange(&draining, 1)) {
+            /* stop accepting (the reactor closes the listening socket), then look
+             * every 10 ms whether the calls in flight are done */
+            lf_reactor_remove(&reactor, &listener);
+            stop_at_ms = gw_now_ms() + args.deadline_ms + 200;
+            lf_reactor_timer_start(&reactor, &stop_tick, h, 10 * 1000000LL, 10 * 1000000LL);
+        }
+    }
+    if ((events & LF_EV_TIMEOUT) && lf_timer_fired(&stop_tick) &&
+        (atomic_load(&busy) == 0 || gw_now_ms() > stop_at_ms))
+        lf_reactor_stop(&reactor); /* every thread returns from lf_reactor_run */
+    return LF_KEEP;
+}
+
+static void *run(void *arg)
+{
+    (void)arg;
+    lf_reactor_run(&reactor, NULL);
+    return NULL;
+}
+
+static void die_rc(const char *what, int rc)
+{
+    errno = rc;
+    srv_die(what);
+}
+
+int main(int argc, char **argv)
+{
+    struct srv_args sa;
+    sigset_t set;
+    int lfd, efd, rc;
+
+    args = gw_parse_args(argc, argv, 2);
+    /* SIGINT and SIGTERM come as events: block them before any thread starts
+     * (liburcu's too) */
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    srv_raise_nofile();
+    pthread_mutex_init(&be.lock, NULL);
+    be.backoff_ms = GW_BACKOFF_MIN_MS;
+
+    if ((rc = lf_reactor_init(&reactor)) != 0)
+        die_rc("lf_reactor_init", rc);
+    /* the backend's handler: an eventfd nothing writes (timers and notifications) */
+    if ((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0)
+        srv_die("eventfd");
+    lf_handler_init(&be.h, on_backend, NULL);
+    lf_timer_init(&be.tick);
+    if ((rc = lf_reactor_register(&reactor, &be.h, efd, LF_EV_READ)) != 0 ||
+        (rc = lf_reactor_modify(&reactor, &be.h, 0)) != 0)
+        die_rc("lf_reactor_register", rc);
+    if ((rc = backend_reconnect()) != 0) {
+        fprintf(stderr, "gw_lf: memcached at %s:%d: %s (retrying)\n", args.mc_host,
+                args.mc_port, strerror(rc));
+        lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY);
+    }
+
+    sa.port = args.port;
+    sa.threads = args.threads;
+    sa.flags = args.flags;
+    lfd = srv_listen(&sa, 1); /* prints "port N" */
+    lf_handler_init(&listener, on_accept, NULL);
+    lf_handler_init(&signals, on_signal, NULL);
+    lf_timer_init(&accept_pause);
+    lf_timer_init(&stop_tick);
+    if ((rc = lf_reactor_register(&reactor, &listener, lfd, LF_EV_ACCEPT)) != 0 ||
+        (rc = lf_reactor_register_signal(&reactor, &signals, &set)) != 0)
+        die_rc("lf_reactor_register", rc);
+
+    pthread_t *th = (pthread_t *)calloc((size_t)args.threads, sizeof *th);
+    if (th == NULL)
+        die_rc("calloc", ENOMEM);
+    for (int i = 0; i < args.threads; i++)
+        if ((rc = pthread_create(&th[i], NULL, run, NULL)) != 0)
+            die_rc("pthread_create", rc);
+    for (int i = 0; i < args.threads; i++)
+        pthread_join(th[i], NULL);
+    free(th);
+
+    /* every thread is out: no call is inside any link */
+    unsigned long long deep = be.deep;
+    struct lf_bound_stats bs;
+    pthread_mutex_lock(&be.lock);
+    for (struct link *l = be.retired; l != NULL; l = l->next)
+        if (lf_bound_stats(&l->m.b, &bs) == 0)
+            deep += bs.deep;
+    if (be.cur != NULL && lf_bound_stats(&be.cur->m.b, &bs) == 0)
+        deep += bs.deep;
+    pthread_mutex_unlock(&be.lock);
+    unsigned long long t = st.timeouts, b = st.backend, p = st.proto;
+    printf("stats requests=%llu errors=%llu timeouts=%llu backend=%llu proto=%llu "
+           "failfast=%llu reconnects=%llu clients=%llu idle_closed=%llu stall_dropped=%llu "
+           "max_depth=%d deep=%llu nest_max=%d\n",
+           (unsigned long long)st.requests, t + b + p, t, b, p,
+           (unsigned long long)st.failfast, (unsigned long long)st.reconnects,
+           (unsigned long long)st.clients, (unsigned long long)st.idle_closed,
+           (unsigned long long)st.stall_dropped, atomic_load(&st.max_depth), deep,
+           LF_BOUND_NEST_MAX);
+    fflush(stdout);
+
+    if ((rc = lf_reactor_destroy(&reactor)) != 0) /* closes the clients left */
+        die_rc("lf_reactor_destroy", rc);
+    if (be.cur != NULL) {
+        be.cur->next = be.retired;
+        be.retired = be.cur;
+        be.cur = NULL;
+    }
+    for (struct link *l = be.retired, *next; l != NULL; l = next) {
+        next = l->next;
+        backend_close(l);
+    }
+    pthread_mutex_destroy(&be.lock);
+    return 0;
+}

@@ -29,6 +29,11 @@
  *     deadline below it on the thread's stack, lf_bound.h). ETIMEDOUT -> ERR timeout;
  *     any other failure -> ERR backend.
  *
+ * FLAGS (-f, added together)
+ *   1  no fail-fast (below)
+ *   2  calls never serve the reactor (lf_bound_set_nest_max(&b, 0)): each call waits
+ *      on the memcached connection alone, as a bare bound's would; for comparison
+ *
  * FAIL-FAST (on by default; -f 1 turns it off)
  *   A thread holds at most LF_BOUND_NEST_MAX + 1 calls, so the gateway has at most
  *   THREADS x 5 calls in flight. While memcached answers that is plenty (a call takes
@@ -159,6 +164,11 @@ static int backend_reconnect(void)
     if (l == NULL)
         return ENOMEM;
     if ((rc = memc_open(&l->m, args.mc_host, args.mc_port)) != 0) {
+        free(l);
+        return rc;
+    }
+    if ((args.flags & 2) && (rc = lf_bound_set_nest_max(&l->m.b, 0)) != 0) {
+        memc_close(&l->m);
         free(l);
         return rc;
     }

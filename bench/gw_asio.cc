@@ -343,7 +343,7 @@ public:
         k->done = true;
         k->timer.cancel();
         k->reply = std::move(reply);
-        flush();
+        progress();
     }
 
     asio::any_io_executor executor() { return sock_.get_executor(); }
@@ -351,9 +351,12 @@ public:
 private:
     std::size_t queued() const { return out_.size() + (writing_ ? wbuf_.size() : 0); }
 
-    bool may_read() const
+    /* Room for more requests: the output is below the backlog, and fewer than
+     * GW_PIPELINE_MAX requests are in the gateway. */
+    bool has_room() const
     {
-        return !closed_ && !eof_ && !doomed_ && !draining && queued() < GW_BACKLOG;
+        return !closed_ && !doomed_ && !draining && calls_.size() < GW_PIPELINE_MAX &&
+               queued() < GW_BACKLOG;
     }
 
     /* The timeout example's actor: the expiry moves on every read; close once passed. */
@@ -374,7 +377,7 @@ private:
 
     void read()
     {
-        if (reading_ || !may_read())
+        if (reading_ || eof_ || !has_room())
             return;
         size_t have = in_.len - in_.off, want = 1024;
         if (need_ > have && need_ - have > want)
@@ -396,7 +399,7 @@ private:
             return;
         if (ec == asio::error::eof) {
             eof_ = true;
-            flush(); /* closes once nothing is owed */
+            progress(); /* closes once nothing is owed */
             return;
         }
         if (ec) {
@@ -405,14 +408,28 @@ private:
         }
         in_.len += n;
         idle_.expires_after(milliseconds(args.idle_ms));
-        serve();
-        flush();
+        progress();
+    }
+
+    /* After anything that can move the session on (a read, a reply, a deadline, a
+     * write): start what the client sent, write what is answered, read while there
+     * is room. */
+    void progress()
+    {
+        for (;;) {
+            take();
+            size_t before = calls_.size();
+            flush();
+            if (closed_ || calls_.size() == before)
+                break;
+        }
         read();
     }
 
-    void serve()
+    /* Start the whole requests in in_ while there is room for them. */
+    void take()
     {
-        while (!doomed_ && !closed_ && !draining) {
+        while (has_room()) {
             gw_req r;
             int k = gw_parse(in_.p + in_.off, in_.len - in_.off, &r, &need_);
             if (k == 0)
@@ -454,7 +471,7 @@ private:
             be->forget(k->opaque);
             st.timeouts++;
             k->reply = GW_ERR_TIMEOUT;
-            k->s->flush();
+            k->s->progress();
         });
     }
 
@@ -501,8 +518,7 @@ private:
         } else {
             arm_stall(); /* progress: the client reads */
         }
-        flush();
-        read();
+        progress(); /* the backlog may have room again */
     }
 
     void arm_stall()

@@ -28,7 +28,8 @@
  *   gateway's 500 ms deadline it should stay near 500 whatever memcached does.
  *   gap_ms is the longest stretch with no good reply on a client thread.
  *   -n HOGS: that many more connections that pipeline GETs as fast as their socket
- *   takes them and never read a byte. A gateway must drop them (its -w) and go on
+ *   takes them and never read a byte (their receive buffer is 4 KiB: a client that
+ *   does not read has a closed window, whatever buffer it started with). A gateway must drop them (its -w) and go on
  *   serving the others; hog_dropped= and hog_drop_ms= (the latest drop, from the
  *   hog's start) say when, rps= is the others' meanwhile.
  *
@@ -563,6 +564,26 @@ static int open_conn(void)
     return fd;
 }
 
+/* A hog's connection: a small receive buffer, as a client that never reads ends up
+ * with (its window closes), so the gateway's output backs up within seconds. */
+static int open_hog(void)
+{
+    struct sockaddr_in sin;
+    int rcv = 4096, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons((unsigned short)G.port);
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sin, sizeof sin) != 0 || srv_nonblock(fd) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 static void run_threads(void)
 {
     for (int t = 0; t < G.nthreads; t++)
@@ -703,7 +724,7 @@ int main(int argc, char **argv)
         struct conn *c = &conns[i];
         c->no = i;
         c->hog = 1;
-        if ((c->fd = open_conn()) < 0) {
+        if ((c->fd = open_hog()) < 0) {
             fprintf(stderr, "gw_load: hog %d: %s\n", i - G.nconn, strerror(errno));
             return 2;
         }

@@ -22,6 +22,10 @@
  *   -f FLAGS the gateway's own (gw_lf.c: 1 = no fail-fast)    does not move for this
  *                                                             long is dropped (5000)
  *   Output kept per client before the gateway stops reading its requests: GW_BACKLOG.
+ *   Requests of one client inside the gateway at once (read, not yet answered), before
+ *   it stops reading that client: GW_PIPELINE_MAX (gw_lf.c's handler takes one at a
+ *   time by construction). Without it a client that pipelines and never reads would
+ *   have the libuv and asio gateways send memcached everything it writes.
  */
 #ifndef BENCH_GW_PROTO_H
 #define BENCH_GW_PROTO_H
@@ -35,6 +39,7 @@
 #define GW_VALUE_MAX (1u << 20)
 #define GW_LINE_MAX (4 + GW_KEY_MAX + 1 + 7 + 2) /* "SET " key " " 1048576 "\r\n" */
 #define GW_BACKLOG (256u * 1024u) /* output kept for a client before we stop reading it */
+#define GW_PIPELINE_MAX 64         /* requests of one client in the gateway at once */
 #define GW_VALUE_HEAD_MAX 16      /* "VALUE 1048576\r\n" and its NUL */
 #define GW_BACKOFF_MIN_MS 10      /* reconnects to memcached: 10, 20, 40 .. 500 ms */
 #define GW_BACKOFF_MAX_MS 500

@@ -110,6 +110,7 @@ struct client {
     struct gw_buf in;
     size_t need;
     struct call *head, *tail;
+    unsigned ncalls; /* in the FIFO: at most GW_PIPELINE_MAX */
     int handles; /* open handles: freed when the last one is closed */
     int closing, reading, eof, doomed, shutting;
     struct client *prev, *next; /* the worker's clients */
@@ -175,7 +176,7 @@ static struct call *map_take(struct backend *be, uint32_t opaque)
 /* ------------------------------------------------------------------ clients */
 
 static void client_close(struct client *c);
-static void client_flush(struct client *c);
+static void client_progress(struct client *c);
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 
 static void on_client_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -209,7 +210,7 @@ static void on_deadline(uv_timer_t *t)
             answer(k, GW_ERR_TIMEOUT);
         }
     }
-    client_flush(c);
+    client_progress(c);
 }
 
 static void arm_deadline(struct client *c)
@@ -240,9 +241,11 @@ static void on_idle(uv_timer_t *t)
     client_close(c);
 }
 
-static int may_read(struct client *c)
+/* Room for more requests: the client's output is below the backlog, and fewer than
+ * GW_PIPELINE_MAX of its requests are in the gateway. */
+static int has_room(struct client *c)
 {
-    return !c->closing && !c->eof && !c->doomed && !c->w->draining &&
+    return !c->closing && !c->doomed && !c->w->draining && c->ncalls < GW_PIPELINE_MAX &&
            uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) < GW_BACKLOG;
 }
 
@@ -260,9 +263,7 @@ static void on_client_write(uv_write_t *req, int status)
         uv_timer_stop(&c->stall);
     else /* progress: the client reads */
         uv_timer_start(&c->stall, on_stall, (uint64_t)args.wstall_ms, 0);
-    if (!c->reading && may_read(c) && uv_read_start((uv_stream_t *)&c->tcp, on_client_alloc,
-                                                    on_client_read) == 0)
-        c->reading = 1;
+    client_progress(c); /* the backlog may have room again */
 }
 
 static void on_shutdown(uv_shutdown_t *req, int status)
@@ -281,6 +282,7 @@ static void client_flush(struct client *c)
             c->tail = NULL;
         struct wreq *r = k->reply;
         free(k);
+        c->ncalls--;
         if (uv_write(&r->req, (uv_stream_t *)&c->tcp, &r->buf, 1, on_client_write) != 0) {
             free(r);
             client_close(c);
@@ -290,10 +292,6 @@ static void client_flush(struct client *c)
     size_t queued = uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp);
     if (queued > 0 && !uv_is_active((uv_handle_t *)&c->stall))
         uv_timer_start(&c->stall, on_stall, (uint64_t)args.wstall_ms, 0);
-    if (queued >= GW_BACKLOG && c->reading) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->reading = 0;
-    }
     arm_deadline(c);
     if (c->head == NULL && (c->doomed || c->eof) && !c->shutting) {
         c->shutting = 1; /* what is queued goes out first, then the close */
@@ -327,6 +325,7 @@ static void start_call(struct client *c, const struct gw_req *r)
     else
         c->head = k;
     c->tail = k;
+    c->ncalls++;
     w->requests++;
     if (be->state != BE_UP) {
         w->backend_errs++;
@@ -348,15 +347,20 @@ static void start_call(struct client *c, const struct gw_req *r)
     k->deadline = uv_now(&w->loop) + (uint64_t)args.deadline_ms;
     map_put(be, k);
     if (uv_write(&q->req, (uv_stream_t *)&be->tcp, &q->buf, 1, on_be_write) != 0) {
+        /* only for a handle that cannot write at all (a failed write reports in
+         * on_be_write, which fails the connection): not from here, where c is half
+         * way through its input */
         free(q);
-        backend_fail(be); /* answers k too */
+        map_take(be, k->opaque);
+        w->backend_errs++;
+        answer(k, GW_ERR_BACKEND);
     }
 }
 
-/* Take the whole requests out of c->in. */
-static void client_serve(struct client *c)
+/* Take the whole requests out of c->in while there is room for them. */
+static void client_take(struct client *c)
 {
-    while (!c->doomed && !c->closing && !c->w->draining) {
+    while (has_room(c)) {
         struct gw_req r;
         int k = gw_parse(c->in.p + c->in.off, c->in.len - c->in.off, &r, &c->need);
         if (k == 0)
@@ -374,6 +378,7 @@ static void client_serve(struct client *c)
                 else
                     c->head = e;
                 c->tail = e;
+                c->ncalls++;
             }
             break;
         }
@@ -381,8 +386,31 @@ static void client_serve(struct client *c)
         gw_buf_consume(&c->in, r.size);
         c->need = 0;
     }
-    if (!c->closing)
+}
+
+/* After anything that can move a client on (a read, a reply, a deadline, a write):
+ * start what it sent, write what is answered, and read while there is room. */
+static void client_progress(struct client *c)
+{
+    for (;;) {
+        client_take(c);
+        if (c->closing)
+            return;
+        unsigned before = c->ncalls;
         client_flush(c);
+        if (c->closing)
+            return;
+        if (c->ncalls == before) /* nothing went out: nothing more to take */
+            break;
+    }
+    int want = has_room(c) && !c->eof;
+    if (want && !c->reading &&
+        uv_read_start((uv_stream_t *)&c->tcp, on_client_alloc, on_client_read) == 0)
+        c->reading = 1;
+    else if (!want && c->reading) {
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->reading = 0;
+    }
 }
 
 static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -393,7 +421,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         uv_read_stop(s);
         c->reading = 0;
         c->eof = 1;
-        client_flush(c); /* closes when nothing is owed */
+        client_progress(c); /* closes when nothing is owed */
         return;
     }
     if (nread < 0) {
@@ -404,7 +432,7 @@ static void on_client_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     c->in.len += (size_t)nread;
     uv_timer_again(&c->idle);
-    client_serve(c);
+    client_progress(c);
 }
 
 static void on_client_handle_closed(uv_handle_t *h)
@@ -511,7 +539,7 @@ static void backend_fail(struct backend *be)
             be->inflight--;
             be->w->backend_errs++;
             answer(k, GW_ERR_BACKEND);
-            client_flush(k->c);
+            client_progress(k->c);
         }
     }
     uv_close((uv_handle_t *)&be->tcp, on_be_closed);
@@ -561,7 +589,7 @@ static void on_be_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
                 be->w->backend_errs++;
                 answer(c, GW_ERR_BACKEND);
             }
-            client_flush(c->c);
+            client_progress(c->c);
         }
         gw_buf_consume(&be->in, r.size);
     }

@@ -133,8 +133,11 @@ static inline int gw__key_ok(const unsigned char *k, size_t n)
 static inline int gw_parse(const unsigned char *p, size_t n, struct gw_req *r, size_t *need)
 {
     size_t lim = n < GW_LINE_MAX ? n : GW_LINE_MAX;
-    const unsigned char *nl = (const unsigned char *)memchr(p, '\n', lim);
+    const unsigned char *nl;
     *need = 0;
+    if (n == 0)
+        return 0; /* p may be NULL then: an empty buffer has no memory yet */
+    nl = (const unsigned char *)memchr(p, '\n', lim);
     if (nl == NULL)
         return n >= GW_LINE_MAX ? -1 : 0;
     size_t line = (size_t)(nl - p) + 1; /* with its \r\n */

@@ -27,11 +27,14 @@
  *   err_max_ms is the slowest ERR reply (request sent to reply read): with the
  *   gateway's 500 ms deadline it should stay near 500 whatever memcached does.
  *   gap_ms is the longest stretch with no good reply on a client thread.
- *   -n HOGS: that many more connections that pipeline GETs as fast as their socket
- *   takes them and never read a byte (their receive buffer is 4 KiB: a client that
- *   does not read has a closed window, whatever buffer it started with). A gateway must drop them (its -w) and go on
+ *   -n HOGS: that many more connections that SET a 64 KiB value under the key "hog",
+ *   then pipeline GETs of it as fast as their socket takes them, and never read a
+ *   byte (their receive buffer is 4 KiB: a client that does not read has a closed
+ *   window, whatever buffer it started with). A gateway must drop them (its -w) and go on
  *   serving the others; hog_dropped= and hog_drop_ms= (the latest drop, from the
  *   hog's start) say when, rps= is the others' meanwhile.
+ *
+ * "gw_load: measuring" on stderr says the window opened (the fault rows' cue).
  *
  * OUTPUT: one line on stdout,
  *   rps= p50_us= p99_us= p999_us= replies= ok= err_timeout= err_backend= wrong=
@@ -201,8 +204,9 @@ struct worker {
 
 static struct conn *conns;
 static struct worker *workers;
+#define HOG_VALUE (64 * 1024)
 static unsigned char *hog_stream;
-static size_t hog_len;
+static size_t hog_head, hog_len; /* the SET, once; then hog_len bytes of GETs, cycled */
 static size_t bufcap;
 
 static unsigned rnd(struct worker *w)
@@ -439,8 +443,10 @@ static void hog_write(struct worker *w, struct conn *c, uint32_t ev)
         return;
     }
     for (;;) {
-        size_t at = (size_t)(c->hog_at % hog_len);
-        ssize_t n = write(c->fd, hog_stream + at, hog_len - at);
+        size_t at = c->hog_at < hog_head ? (size_t)c->hog_at
+                                         : hog_head + (size_t)((c->hog_at - hog_head) % hog_len);
+        size_t end = at < hog_head ? hog_head : hog_head + hog_len;
+        ssize_t n = write(c->fd, hog_stream + at, end - at);
         if (n > 0) {
             c->hog_at += (uint64_t)n;
             continue;
@@ -701,20 +707,20 @@ int main(int argc, char **argv)
     for (int t = 0; t < G.nthreads; t++)
         workers[t].wrong = 0;
 
-    /* the hogs: their requests, whole, back to back */
+    /* the hogs' stream: one SET of a HOG_VALUE-byte value under a key of their own,
+     * then GETs of it, back to back, for ever (each reply is large: a client that
+     * fetches large objects and stops reading fills a gateway's output quickly) */
     if (G.nhogs > 0) {
-        hog_len = 0;
-        hog_stream = malloc(64 * 1024);
+        size_t loop = 16 * 1024, head;
+        hog_stream = malloc(64 + HOG_VALUE + 2 + loop);
         if (!hog_stream)
             return 2;
-        for (unsigned k = 0;; k++) {
-            char r[32];
-            int n = snprintf(r, sizeof r, "GET k%u\r\n", k % (unsigned)G.nkeys);
-            if (hog_len + (size_t)n > 64 * 1024)
-                break;
-            memcpy(hog_stream + hog_len, r, (size_t)n);
-            hog_len += (size_t)n;
-        }
+        head = (size_t)snprintf((char *)hog_stream, 64, "SET hog %d\r\n", HOG_VALUE);
+        memset(hog_stream + head, 'h', HOG_VALUE);
+        memcpy(hog_stream + head + HOG_VALUE, "\r\n", 2);
+        hog_head = head + HOG_VALUE + 2;
+        for (hog_len = 0; hog_len + 9 <= loop; hog_len += 9)
+            memcpy(hog_stream + hog_head + hog_len, "GET hog\r\n", 9);
     }
 
     atomic_store(&G.phase, WARM);
@@ -736,6 +742,8 @@ int main(int argc, char **argv)
     long long cpu0 = G.pid ? proc_cpu_ticks(G.pid) : -1;
     uint64_t t0 = now_ns();
     atomic_store(&G.phase, MEASURE);
+    fprintf(stderr, "gw_load: measuring\n"); /* the fault rows' cue */
+    fflush(stderr);
     sleep_s(G.secs);
     atomic_store(&G.phase, DRAIN);
     uint64_t t1 = now_ns();

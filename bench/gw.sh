@@ -199,7 +199,7 @@ while [ "$round" -le "$rounds" ]; do
     skip=$(((round - 1) % nfaults))
     { tail -n +$((skip + 1)) "$faults"; head -n "$skip" "$faults"; } >"$faults.order"
     while read -r t name cmd; do
-        gwx= lx=
+        gwx='' lx=''
         [ "$t" = noread ] && gwx="-w 1000" lx="-n 4"
         # shellcheck disable=SC2086
         run "$t" "$name" "$fault_conns" "$gwx" "$lx" $cmd </dev/null

@@ -1,3 +1,4 @@
+# shellcheck shell=sh disable=SC2034,SC2154 # sets and reads its sourcer's variables
 # bench/gw_run.sh - sourced by bench/gw.sh and test/gateway.sh, after
 # bench/memc_server.sh (memc_port, memc_pid): run a gateway, drive it, break memcached
 # under it. POSIX sh.

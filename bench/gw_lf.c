@@ -19,8 +19,7 @@
  *   - Output is buffered per connection (the README's server): what the socket does
  *     not take is kept and sent on LF_EV_WRITE (lf_reactor_modify); past GW_BACKLOG
  *     (256 KiB) the handler stops taking requests from that client and drops READ;
- *     if its output does not move for -w ms it is dropped. A GET's value is placed by
- *     memc_get straight into the connection's output buffer.
+ *     if its output does not move for -w ms it is dropped.
  *   - One lf_timer per connection for the idle timeout, one for the stalled writer;
  *     SIGTERM/SIGINT through a signalfd handle; accepting pauses when out of
  *     descriptors. Connections are one-shot handles answering LF_DRAINED after a
@@ -311,32 +310,43 @@ static void note_depth(void)
         ;
 }
 
-/* A GET: the value goes straight into the output buffer, behind room for its head. */
+/* Append "VALUE <len>\r\n<value>\r\n" to the output. */
+static int put_value(struct conn *c, const unsigned char *v, size_t len)
+{
+    char head[GW_VALUE_HEAD_MAX];
+    size_t hl = gw_value_head(head, len);
+    if (gw_buf_reserve(&c->out, hl + len + 2) != 0)
+        return ENOMEM;
+    memcpy(c->out.p + c->out.len, head, hl);
+    memmove(c->out.p + c->out.len + hl, v, len); /* v may lie in the output's free room */
+    memcpy(c->out.p + c->out.len + hl + len, "\r\n", 2);
+    c->out.len += hl + len + 2;
+    return 0;
+}
+
+/* A GET: into a buffer on the stack (the handler's frame; a thread holds at most
+ * LF_BOUND_NEST_MAX + 1 of them), copied to the output. A value too large for it is
+ * fetched again straight into the output, made large enough (memc_get says how
+ * large): a second round trip for values over 8 KiB, and an output buffer that grows
+ * only as large as the values it holds, which is what 10,000 connections' memory
+ * comes to. */
 static int do_get(struct conn *c, struct link *l, const char *key, const struct timespec *dl)
 {
-    size_t cap = 4096, len = 0;
-    int rc;
-    for (int tries = 0;; tries++) {
-        if (gw_buf_reserve(&c->out, GW_VALUE_HEAD_MAX + cap + 2) != 0)
+    unsigned char small[8192];
+    size_t len = 0;
+    int rc = memc_get(&l->m, key, small, sizeof small, &len, NULL, dl);
+    if (rc == 0)
+        return put_value(c, small, len);
+    for (int tries = 0; rc == EMSGSIZE && len <= GW_VALUE_MAX && tries < 3; tries++) {
+        size_t want = len;
+        if (gw_buf_reserve(&c->out, GW_VALUE_HEAD_MAX + want + 2) != 0)
             return ENOMEM;
         unsigned char *v = c->out.p + c->out.len + GW_VALUE_HEAD_MAX;
-        rc = memc_get(&l->m, key, v, c->out.cap - c->out.len - GW_VALUE_HEAD_MAX - 2, &len,
-                      NULL, dl);
-        if (rc == EMSGSIZE && len <= GW_VALUE_MAX && tries < 3) {
-            cap = len; /* larger than the room we had: again, with room for it */
-            continue;
-        }
-        if (rc != 0)
-            return rc;
-        char head[GW_VALUE_HEAD_MAX];
-        size_t hl = gw_value_head(head, len);
-        unsigned char *at = c->out.p + c->out.len;
-        memmove(at + hl, v, len);
-        memcpy(at, head, hl);
-        memcpy(at + hl + len, "\r\n", 2);
-        c->out.len += hl + len + 2;
-        return 0;
+        rc = memc_get(&l->m, key, v, want, &len, NULL, dl);
+        if (rc == 0)
+            return put_value(c, v, len);
     }
+    return rc;
 }
 
 static void serve_one(struct conn *c, const struct gw_req *r)

@@ -25,7 +25,8 @@
 # thread, 64 MiB) serves every run; deadline 500 ms per call, everything else at the
 # gateways' defaults.
 #
-# A run: start the gateway, run gw_load against it (CONNS closed-loop connections,
+# First every gateway must answer gw_load -X 1's exchanges (the protocol, errors
+# included) byte for byte alike. A run: start the gateway, run gw_load against it (CONNS closed-loop connections,
 # 90% GET / 10% SET over 1000 keys of 100 bytes, pre-populated, every reply checked),
 # SIGTERM the gateway (it must exit 0 and print its stats line). Figures: req/s, p99,
 # the gateway's CPU per request (utime + stime from /proc/PID/stat over the window,
@@ -173,6 +174,23 @@ run() {
         if (v["max_depth"] >= 0) printf "  depth %d deep %d", v["max_depth"], v["deep"]
         printf "\n" }' >&2
 }
+
+# -- one protocol: every gateway answers gw_load -X's exchanges alike, or is not measured --
+while read -r name cmd; do
+    # shellcheck disable=SC2086 # cmd is a command line
+    if gw_start "$build/gw.out" $cmd -m "127.0.0.1:$memc_port" </dev/null; then
+        if "$build/gw_load" -p "$gw_port" -X 1 >"$build/proto.out" 2>&1; then
+            echo "bench: gw: $name speaks the protocol" >&2
+        else
+            echo "bench: gw: $name does not speak the protocol:" >&2
+            cat "$build/proto.out" >&2
+            failed=1
+        fi
+        gw_stop
+    else
+        failed=1
+    fi
+done <"$rows"
 
 # -- the rounds: every row at every CONNS, then the fault rows; the order rotates ---------
 faults=$build/gw.faults

@@ -3,6 +3,10 @@
  *
  *   gw_load -p PORT [-c CONNS] [-t THREADS] [-s SECONDS] [-W WARMUP_S] [-k KEYS]
  *           [-v VALUE_BYTES] [-P GATEWAY_PID] [-n HOGS] [-E 1] [-D DRAIN_S]
+ *   gw_load -p PORT -X 1      the protocol, exchange by exchange (pipelining, values
+ *           of 0 and 100,000 bytes, a 250-byte key, MISS; then each kind of malformed
+ *           request must get ERR proto and a close); "protocol ok", exit 0, or what
+ *           differed on stderr and exit 1
  *
  * CONNS connections (64 .. 10,000; RLIMIT_NOFILE is raised to what they need), each a
  * closed loop: one request in flight, the next sent when its reply is in and checked.
@@ -117,7 +121,7 @@ struct key {
 enum { PREP, WARM, MEASURE, DRAIN };
 
 static struct {
-    int port, nconn, nthreads, nkeys, vbytes, nhogs, err_fails;
+    int port, nconn, nthreads, nkeys, vbytes, nhogs, err_fails, proto;
     double secs, warm, drain;
     int pid;
     struct key *keys;
@@ -590,6 +594,119 @@ static int open_hog(void)
     return fd;
 }
 
+/* ------------------------------------------------------------------ -X: the protocol */
+
+/* One exchange on a fresh connection: send `req`, expect exactly `want` back, and then
+ * (closes) the gateway's close. 0 or -1 (said on stderr). */
+static int exchange(const char *name, const unsigned char *req, size_t rlen,
+                    const unsigned char *want, size_t wlen, int closes)
+{
+    struct timeval tv = {3, 0};
+    size_t cap = wlen + 64, have = 0;
+    unsigned char *got = malloc(cap);
+    int fd = srv_connect(G.port), eof = 0, rc = -1;
+    if (fd < 0 || got == NULL) {
+        fprintf(stderr, "gw_load: protocol, %s: connect: %s\n", name, strerror(errno));
+        goto out;
+    }
+    (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    for (size_t off = 0; off < rlen;) {
+        ssize_t n = write(fd, req + off, rlen - off);
+        if (n <= 0) {
+            if (!closes)
+                fprintf(stderr, "gw_load: protocol, %s: write: %s\n", name, strerror(errno));
+            if (!closes)
+                goto out;
+            break; /* the gateway may close before it has read everything */
+        }
+        off += (size_t)n;
+    }
+    /* read what comes: until the expected bytes are in (and, when a close is due,
+     * until it comes), a timeout, or the end */
+    while (!eof && (have < wlen || closes)) {
+        ssize_t n = read(fd, got + have, cap - have);
+        if (n > 0) {
+            have += (size_t)n;
+            if (have == cap)
+                break;
+        } else if (n == 0 || errno == ECONNRESET) {
+            eof = 1;
+        } else {
+            break; /* the timeout */
+        }
+    }
+    if (have != wlen || memcmp(got, want, wlen) != 0) {
+        fprintf(stderr, "gw_load: protocol, %s: got %zu bytes \"%.*s\", want %zu \"%.*s\"\n", name,
+                have, have < 60 ? (int)have : 60, (const char *)got, wlen,
+                wlen < 60 ? (int)wlen : 60, (const char *)want);
+    } else if (closes && !eof) {
+        fprintf(stderr, "gw_load: protocol, %s: the gateway did not close the connection\n", name);
+    } else {
+        rc = 0;
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(got);
+    return rc;
+}
+
+/* The protocol, exchange by exchange (bench/gw_proto.h): what every gateway must
+ * answer alike before its figures mean anything. */
+static int proto_check(void)
+{
+    static unsigned char req[(1u << 20) + 512], want[(1u << 20) + 512];
+    char miss[64], key[300];
+    unsigned char big[100000];
+    size_t r, w;
+    int bad = 0;
+    snprintf(miss, sizeof miss, "gw:miss:%d:%llu", (int)getpid(), (unsigned long long)now_ns());
+    for (size_t i = 0; i < sizeof big; i++)
+        big[i] = (unsigned char)(i % 251 == '\r' ? 'x' : i % 251);
+
+    r = (size_t)snprintf((char *)req, 512, "SET gw:a 3\r\nabc\r\nGET gw:a\r\nGET %s\r\n", miss);
+    w = (size_t)snprintf((char *)want, 512, "STORED\r\nVALUE 3\r\nabc\r\nMISS\r\n");
+    bad |= exchange("pipelined SET, GET, GET of a missing key", req, r, want, w, 0);
+
+    r = (size_t)snprintf((char *)req, 512, "SET gw:big %zu\r\n", sizeof big);
+    memcpy(req + r, big, sizeof big);
+    r += sizeof big;
+    r += (size_t)snprintf((char *)req + r, 512, "\r\nGET gw:big\r\n");
+    w = (size_t)snprintf((char *)want, 512, "STORED\r\nVALUE %zu\r\n", sizeof big);
+    memcpy(want + w, big, sizeof big);
+    w += sizeof big;
+    w += (size_t)snprintf((char *)want + w, 512, "\r\n");
+    bad |= exchange("a 100,000-byte value", req, r, want, w, 0);
+
+    r = (size_t)snprintf((char *)req, 512, "SET gw:empty 0\r\n\r\nGET gw:empty\r\n");
+    w = (size_t)snprintf((char *)want, 512, "STORED\r\nVALUE 0\r\n\r\n");
+    bad |= exchange("an empty value", req, r, want, w, 0);
+
+    memset(key, 'k', 250);
+    r = (size_t)snprintf((char *)req, 512, "GET %.250s\r\n", key);
+    bad |= exchange("a 250-byte key", req, r, (const unsigned char *)GW_MISS, strlen(GW_MISS), 0);
+
+    const char *proto = GW_ERR_PROTO;
+    r = (size_t)snprintf((char *)req, 512, "GET gw:a\r\nPUT gw:a\r\nGET gw:a\r\n");
+    w = (size_t)snprintf((char *)want, 512, "VALUE 3\r\nabc\r\n%s", proto);
+    bad |= exchange("an unknown verb after a GET", req, r, want, w, 1);
+    memset(key, 'k', 251);
+    r = (size_t)snprintf((char *)req, 512, "GET %.251s\r\n", key);
+    bad |= exchange("a 251-byte key", req, r, (const unsigned char *)proto, strlen(proto), 1);
+    r = (size_t)snprintf((char *)req, 512, "SET gw:a 1048577\r\n");
+    bad |= exchange("a value over 1 MiB", req, r, (const unsigned char *)proto, strlen(proto), 1);
+    r = (size_t)snprintf((char *)req, 512, "GET gw:a\n");
+    bad |= exchange("a line without CR", req, r, (const unsigned char *)proto, strlen(proto), 1);
+    r = (size_t)snprintf((char *)req, 512, "SET gw:a 3\r\nabcd\r\n");
+    bad |= exchange("a value longer than said", req, r, (const unsigned char *)proto, strlen(proto), 1);
+    memset(req, 'G', 400);
+    bad |= exchange("a line of 400 bytes", req, 400, (const unsigned char *)proto, strlen(proto), 1);
+    r = (size_t)snprintf((char *)req, 512, "GET gw:a b\r\n");
+    bad |= exchange("a space in a key", req, r, (const unsigned char *)proto, strlen(proto), 1);
+    printf("protocol %s\n", bad ? "FAILED" : "ok");
+    return bad ? 1 : 0;
+}
+
 static void run_threads(void)
 {
     for (int t = 0; t < G.nthreads; t++)
@@ -620,6 +737,7 @@ int main(int argc, char **argv)
         else if (!strcmp(o, "-P")) G.pid = atoi(v);
         else if (!strcmp(o, "-n")) G.nhogs = atoi(v);
         else if (!strcmp(o, "-E")) G.err_fails = atoi(v);
+        else if (!strcmp(o, "-X")) G.proto = atoi(v);
         else {
             fprintf(stderr, "gw_load: unknown option %s\n", o);
             return 2;
@@ -629,8 +747,12 @@ int main(int argc, char **argv)
         G.vbytes < 40 || G.vbytes > MAXV || G.nhogs < 0) {
         fprintf(stderr, "usage: gw_load -p PORT [-c CONNS] [-t THREADS] [-s SECONDS] "
                         "[-W WARMUP_S] [-k KEYS] [-v VALUE_BYTES 40..65536] [-P PID] "
-                        "[-n HOGS] [-E 1] [-D DRAIN_S]\n");
+                        "[-n HOGS] [-E 1] [-D DRAIN_S] | -p PORT -X 1\n");
         return 2;
+    }
+    if (G.proto) {
+        signal(SIGPIPE, SIG_IGN);
+        return proto_check();
     }
     if (G.nthreads > G.nconn)
         G.nthreads = G.nconn;

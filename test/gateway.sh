@@ -5,6 +5,8 @@
 # loopback. Built plain and under ASan+UBSan; each build, one gateway process, default
 # thread stacks, driven by bench/gw_load.c (every reply checked: values carry their
 # key, a version some SET sent and a checksum; MISS only where a key may be missing):
+#   0. the protocol, exchange by exchange (gw_load -X 1: pipelining, large and empty
+#      values, MISS, and ERR proto plus a close for each kind of malformed request);
 #   1. 4,000 busy closed-loop connections for 3 s: no wrong reply, no crash;
 #   2. memcached SIGSTOPped for 1.5 s under 200 connections: ERR replies come, the
 #      gateway survives and serves again after SIGCONT (nothing wrong meanwhile);
@@ -81,6 +83,10 @@ for bin in gw_lf gw_lf.asan; do
     # shellcheck disable=SC2086 # envs: a list of assignments
     gw_start "$build/$bin.out" env $envs "$build/$bin" -p 0 -t 2 -m "127.0.0.1:$memc_port" ||
         fail "did not start"
+
+    "$build/gw_load" -p "$gw_port" -X 1 >"$build/proto.out" 2>&1 ||
+        { cat "$build/proto.out" >&2; fail "the protocol"; }
+    echo "  the protocol: every exchange as bench/gw_proto.h says"
 
     gw_load_start "$build/load.out" -p "$gw_port" -c 4000 -s 3 -W 0.5
     gw_load_wait

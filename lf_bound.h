@@ -370,7 +370,7 @@
 #ifndef LF_BOUND_NEST_MAX
 #define LF_BOUND_NEST_MAX 4 /* hybrid: nesting levels that serve (NESTING under HYBRID) */
 #endif
-#if LF_BOUND_NEST_MAX < 0 || LF_BOUND_NEST_MAX > INT_MAX
+#if LF_BOUND_NEST_MAX < 0 || LF_BOUND_NEST_MAX > 0x7fffffff /* an int everywhere */
 #error "lf_bound.h: LF_BOUND_NEST_MAX must be 0 .. INT_MAX"
 #endif
 #if LF_BOUND_RXBUF < 2 * LF_BOUND_HEADER_MAX

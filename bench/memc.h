@@ -126,6 +126,10 @@
  *       reply (0 when none came).
  *   const char *memc_strerror(int rc)  what a result means, in a few words.
  *   int memc_attach(memc *m, lf_reactor *r)     (with lf_reactor.h: see HYBRID)
+ *   int memc_set_nest_max(memc *m, int levels)  hybrid: how many nested waits on one
+ *       thread serve the reactor (lf_bound_set_nest_max), for every open connection
+ *       and every one memc_reconnect makes. Any thread, any time: calls that start
+ *       later use it. EINVAL: levels < 0, or m not open. See HYBRID.
  *
  * HYBRID (lf_bound.h's Hybrid Thread Associations)
  *   memc_attach(m, r) makes the connection a handle of the reactor r
@@ -141,6 +145,12 @@
  *   A reconnect made in a handler (memc_reconnect, or a call in automatic mode)
  *   holds that thread in its connect, up to its deadline; the reactor's other
  *   threads go on. Calls nest as lf_bound.h's NESTING says.
+ *   memc_set_nest_max(m, levels): the nesting limit (LF_BOUND_NEST_MAX by default)
+ *   is m's, not one connection's: it is set on every open connection, and on each
+ *   new one memc_reconnect makes before any call can take it, so a limit set once
+ *   holds over reconnects. levels 0: calls never serve the reactor (each waits on
+ *   its connection alone, and a thread holds one call at most). Without memc_attach
+ *   it is kept but changes nothing (a bare call serves nothing).
  *
  * CALLING CONTEXTS
  *   get, set, delete
@@ -161,9 +171,10 @@
  *     after memc_shutdown        ECANCELED
  *     cancelled in its connect   the socket is closed and the attempt given up: a
  *     or its wait                thread waiting for it makes its own
- *   memc_shutdown, memc_stats, memc_auto_reconnect, memc_last_status: any thread, any
- *   time. memc_open*, memc_attach: before any other thread uses m. memc_close: once
- *   no call is under way (EBUSY otherwise); nothing after it.
+ *   memc_shutdown, memc_stats, memc_auto_reconnect, memc_set_nest_max,
+ *   memc_last_status: any thread, any time. memc_open*, memc_attach: before any other
+ *   thread uses m. memc_close: once no call is under way (EBUSY otherwise); nothing
+ *   after it.
  *
  * HOW THE CONNECTION IS SHARED, AND WHAT IT COSTS
  *   m holds its current connection (a struct memc__conn: lf_bound, socket, a count of
@@ -258,6 +269,7 @@ typedef struct memc {
     unsigned long long attempts;  /* attempts to reconnect that ended */
     int attempt_rc;               /* the last one's result (MEMC__GAVE_UP: cancelled) */
     unsigned long long reconnects;
+    int nest_max;                 /* memc_set_nest_max's, for every connection */
     void *reactor;                /* memc_attach's lf_reactor, or NULL */
     /* lf_bound_attach as compiled where memc_attach was (a file with lf_reactor.h),
      * for the connections memc_reconnect makes in any file; NULL: bare */
@@ -773,6 +785,7 @@ static inline int memc_open_until(memc *m, const char *host, int port,
     memset((void *)m, 0, sizeof *m);
     memcpy(m->host, host, strlen(host) + 1);
     m->port = port;
+    m->nest_max = LF_BOUND_NEST_MAX; /* (lf_bound_init's too) */
     atomic_init(&m->next_id, 1);
     if ((rc = pthread_condattr_init(&ca)) != 0)
         return rc;
@@ -917,6 +930,8 @@ static inline int memc_reconnect(memc *m, const struct timespec *deadline)
         /* the swap: calls that take the connection from now on get the new one; the
          * old one loses m's reference, and goes with its last call's (or now) */
         a.c->refs = 1;
+        /* under the lock, as memc_set_nest_max sets it: none can fall in between */
+        (void)lf_bound_set_nest_max(&a.c->b, m->nest_max);
         a.c->next = m->conns;
         m->conns = a.c;
         old = m->cur;
@@ -943,6 +958,20 @@ static inline int memc_auto_reconnect(memc *m, int on)
         return EINVAL;
     pthread_mutex_lock(&m->lock);
     m->automatic = on != 0;
+    pthread_mutex_unlock(&m->lock);
+    return 0;
+}
+
+/* Contract: any thread, any time (see HYBRID). Calls that start later use it. */
+static inline int memc_set_nest_max(memc *m, int levels)
+{
+    struct memc__conn *c;
+    if (m == NULL || m->cur == NULL || levels < 0)
+        return EINVAL;
+    pthread_mutex_lock(&m->lock);
+    m->nest_max = levels;
+    for (c = m->conns; c != NULL; c = c->next) /* old ones too: one limit for m */
+        (void)lf_bound_set_nest_max(&c->b, levels);
     pthread_mutex_unlock(&m->lock);
     return 0;
 }

@@ -31,7 +31,9 @@
  *   t_memcached -p PORT -H FILE  the same through memc_attach: the calls are made by
  *       handlers of a reactor with 2 lf_reactor_run threads, which reconnect from
  *       the handlers; a call's wait serves another handler (lf_bound_depth 1) on the
- *       first connection and on the one memc_reconnect made.
+ *       first connection and on the one memc_reconnect made. A second memc, idle
+ *       through the kill with memc_set_nest_max(0), is reconnected afterwards: the
+ *       limit came with the new connection (its calls wait deep, lf_bound_stats).
  *   t_memcached -c               memc_open_until's results (ECONNREFUSED, ETIMEDOUT
  *       from a listener whose queue is full, a non-routable address, EINVAL), and a
  *       connection's life against a fake memcached in the test: reconnect (also 8
@@ -890,6 +892,44 @@ static int y_event(lf_handler *h, int fd, uint32_t ev)
     return LF_KEEP;
 }
 
+/* memc_set_nest_max reaches the connections memc_reconnect makes: M2 was opened with
+ * M, attached, given the limit 0, and left idle while memcached was killed and
+ * restarted; its connection died with the old memcached. Reconnected, calls from this
+ * thread (depth 0) wait DEEP on the new connection, which at the default limit (4)
+ * no call at depth 0 does; set back to the default, none does. */
+static memc M2;
+
+static unsigned long long deep_after(int calls)
+{
+    struct memc_stats st;
+    unsigned char v[64];
+    size_t len;
+    for (int i = 0; i < calls; i++) {
+        int rc = memc_get(&M2, "hy:probe", v, sizeof v, &len, NULL, NULL);
+        CHECK(rc == 0 || rc == ENOENT);
+    }
+    CHECK_EQ(memc_stats(&M2, &st), 0);
+    return st.bound.deep;
+}
+
+static void nest_limit_kept(void)
+{
+    struct memc_stats st;
+    struct timespec d = in_ms(2000);
+    unsigned long long deep;
+    unsigned char v[64];
+    size_t len;
+    int rc = memc_get(&M2, "hy:probe", v, sizeof v, &len, NULL, NULL);
+    CHECK(rc == ECONNRESET || rc == EPIPE); /* the old memcached's connection */
+    CHECK_EQ(memc_reconnect(&M2, &d), 0);
+    CHECK_EQ(memc_stats(&M2, &st), 0);
+    CHECK_EQ(st.reconnects, 1);
+    CHECK((deep = deep_after(50)) >= 1); /* (one of 50 replies came before its join) */
+    CHECK_EQ(memc_set_nest_max(&M2, LF_BOUND_NEST_MAX), 0);
+    CHECK_EQ(deep_after(50), deep);
+    CHECK_EQ(memc_close(&M2), 0);
+}
+
 static void served_while_waiting(void)
 {
     lft_store(&y_ran, 0);
@@ -929,6 +969,11 @@ static void hybrid(int port, const char *killfile)
     CHECK_EQ(memc_open(&M, "127.0.0.1", port), 0);
     CHECK_EQ(memc_attach(&M, &R), 0);
     CHECK_EQ(memc_attach(&M, &R), EBUSY);
+    CHECK_EQ(memc_open(&M2, "127.0.0.1", port), 0); /* see nest_limit_kept */
+    CHECK_EQ(memc_attach(&M2, &R), 0);
+    CHECK_EQ(memc_set_nest_max(&M2, -1), EINVAL);
+    CHECK_EQ(memc_set_nest_max(NULL, 0), EINVAL);
+    CHECK_EQ(memc_set_nest_max(&M2, 0), 0);
     CHECK(pthread_barrier_init(&both_in_x, NULL, 2) == 0);
     xy_up(&X[0], x_event);
     xy_up(&X[1], x_event);
@@ -968,6 +1013,7 @@ static void hybrid(int port, const char *killfile)
     CHECK_EQ(st.conns, 1);
     for (int i = 0; i < WORKERS; i++)
         lft_add(&h_after, W[i].after_ok);
+    nest_limit_kept();
     CHECK_EQ(lf_reactor_stop(&R), 0);
     for (int i = 0; i < 2; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
@@ -980,7 +1026,7 @@ static void hybrid(int port, const char *killfile)
            "checked, %lld connection errors met (%lld on a new connection), %lld "
            "memc_reconnect from handlers, %llu connection(s) made, %lld calls on the new "
            "memcached; a call's wait served another handler (depth 1) before the kill "
-           "and after the restart\n",
+           "and after the restart; a nesting limit of 0 held over a reconnect\n",
            WORKERS, lft_load(&h_ok), lft_load(&h_errors) + lft_load(&h_new_died),
            lft_load(&h_new_died), lft_load(&h_reconnects), st.reconnects,
            lft_load(&h_after));

@@ -11,7 +11,7 @@
  *     memcached with memc_get or memc_set, straight from the handler, as if the call
  *     were local. That is the point of the hybrid mode: the memcached connection
  *     (ONE, memc.h, shared by every thread) is attached to the reactor
- *     (lf_bound_attach), so a thread that waits for its reply goes on serving the
+ *     (memc_attach), so a thread that waits for its reply goes on serving the
  *     reactor's other handles meanwhile (other clients, the acceptor, timers),
  *     nested on its stack, up to LF_BOUND_NEST_MAX (4) levels; a call made at that
  *     depth waits without serving (lf_bound.h, NESTING). No callbacks, no per-request
@@ -30,8 +30,9 @@
  *
  * FLAGS (-f, added together)
  *   1  no fail-fast (below)
- *   2  calls never serve the reactor (lf_bound_set_nest_max(&b, 0)): each call waits
- *      on the memcached connection alone, as a bare bound's would; for comparison
+ *   2  calls never serve the reactor (memc_set_nest_max(&mc, 0), which holds for the
+ *      connections a reconnect makes too): each call waits on the memcached
+ *      connection alone, as a bare bound's would; for comparison
  *
  * FAIL-FAST (on by default; -f 1 turns it off)
  *   A thread holds at most LF_BOUND_NEST_MAX + 1 calls, so the gateway has at most
@@ -45,12 +46,20 @@
  *   thing: they read every request at once and each waits on a timer of its own.
  *
  * RECONNECT
- *   Today's memc.h cannot re-open a connection in place, so a link (a memc and a count
- *   of the calls inside it) that fails (ECONNRESET, EPIPE, EPROTO) is retired: taken
- *   out of use, shut down (memc_shutdown wakes its waiters), and closed by the
- *   backend handler once no call is inside it; backend_reconnect() makes a new one,
- *   retried with a backoff of 10, 20, 40 .. 500 ms. Until then requests get
- *   ERR backend at once. See backend_reconnect() for what changes with memc_reconnect.
+ *   One memc for the gateway's life; memc.h replaces a dead connection in place. A
+ *   call that meets one (ECONNRESET, EPIPE, EPROTO) marks the backend down: requests
+ *   get ERR backend at once, and the backend's own handler calls memc_reconnect (the
+ *   deadline: -d), again after 10, 20, 40 .. 500 ms until it succeeds. Calls still on
+ *   the old connection finish there and memc.h closes it after the last; the new one
+ *   is attached to the reactor, with -f 2's limit, before any call takes it. If
+ *   memcached is not there at start, the gateway listens anyway and the same handler
+ *   makes the first connection (memc_open_until, memc_attach) the same way.
+ *   Not memc_auto_reconnect: it would reconnect from the next call, in a client's
+ *   handler, so while memcached is away every request would try a connect, with one
+ *   reactor thread held in it and the others waiting in their handlers for its
+ *   result; the fail-fast wants ERR backend at once and one attempt per backoff step,
+ *   on one thread. The probe is a call like any other: a dead connection it meets
+ *   starts the reconnect too.
  *
  * SIGTERM / SIGINT
  *   Stop accepting (the listening handle is removed), take no new requests, let the
@@ -58,9 +67,11 @@
  *   reactor, and print one line on stdout, then exit 0:
  *     stats requests= errors= timeouts= backend= proto= failfast= reconnects=
  *           clients= idle_closed= stall_dropped= max_depth= deep= nest_max=
+ *   reconnects: connections memc_reconnect made (memc_stats; the first is not one).
  *   max_depth: the deepest lf_bound_depth() a handler saw before its call (handlers
  *   run at depth <= nest_max; their call is one deeper); deep: lf_bound_stats' deep,
- *   the calls made at the limit, over every memcached connection the gateway had.
+ *   the calls made at the limit, over every memcached connection the gateway had
+ *   (memc_stats has the current one's: each one's count is kept as it is replaced).
  *
  * Build (from the repository root):
  *   cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -I. -Ibench
@@ -91,8 +102,8 @@ static atomic_int draining; /* SIGTERM came: take no new requests */
 static atomic_int busy;     /* connection dispatches running now */
 
 static struct {
-    _Atomic unsigned long long requests, timeouts, backend, proto, failfast, reconnects,
-        clients, idle_closed, stall_dropped;
+    _Atomic unsigned long long requests, timeouts, backend, proto, failfast, clients,
+        idle_closed, stall_dropped;
     atomic_int max_depth;
 } st;
 
@@ -103,117 +114,62 @@ static void count(_Atomic unsigned long long *c)
 
 /* ------------------------------------------------------------------ >>backend */
 
-struct link {
-    memc m;
-    int refs;          /* calls inside it, under be.lock */
-    struct link *next; /* on be.retired */
-};
+static memc mc; /* the one memcached client: every thread calls through it */
 
 static struct {
-    pthread_mutex_t lock;
-    struct link *cur;        /* in use; NULL while down (requests: ERR backend) */
-    struct link *retired;    /* failed, shut down, closed once refs is 0 */
     lf_handler h;            /* an eventfd with no interest: notifications, its timer */
     lf_timer tick;
     long long backoff_ms;    /* the next wait before a reconnect or probe */
+    int opened;              /* mc is open (set by main alone, or by on_backend) */
+    atomic_int down;         /* not open yet, or a call met a dead connection:
+                              * requests get ERR backend, on_backend reconnects */
     atomic_int stalled;      /* fail-fast: a call timed out, no probe answered since */
-    unsigned long long deep; /* stats.deep of the links closed already */
+    unsigned long long deep; /* stats.deep of the connections a reconnect replaced */
 } be;
 
-static struct link *link_get(void)
+/* The first connection: opened, attached to the reactor (memc_attach: so will every
+ * connection memc_reconnect makes be), with -f 2's nesting limit. In main before the
+ * threads start, or in on_backend while be.down keeps every other thread off mc. */
+static int backend_open(void)
 {
-    pthread_mutex_lock(&be.lock);
-    struct link *l = be.cur;
-    if (l != NULL)
-        l->refs++;
-    pthread_mutex_unlock(&be.lock);
-    return l;
-}
-
-/* A call on l ended with rc. A broken connection retires l: no new call gets it,
- * memc_shutdown wakes the calls still inside it, and the backend handler closes it
- * when the last one has left, then reconnects. */
-static void link_put(struct link *l, int rc)
-{
-    int retire = 0;
-    pthread_mutex_lock(&be.lock);
-    l->refs--;
-    if ((rc == ECONNRESET || rc == EPIPE || rc == EPROTO) && be.cur == l) {
-        be.cur = NULL;
-        l->next = be.retired;
-        be.retired = l;
-        retire = 1;
-    }
-    pthread_mutex_unlock(&be.lock);
-    if (retire) {
-        memc_shutdown(&l->m);
-        (void)lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY);
-    }
-}
-
-/* THE RECONNECT, in one place. memc.h has no memc_reconnect yet: a new link is opened
- * (memc_open: a blocking connect, instant on loopback), attached to the reactor, and
- * published; the failed one was retired by link_put. With memc_reconnect(&m) and
- * memc_attach(&m, &reactor) in memc.h this becomes one persistent memc re-opened in
- * place here, and struct link, its refs and the retired list go away. */
-static int backend_reconnect(void)
-{
-    struct link *l = (struct link *)calloc(1, sizeof *l);
+    struct timespec dl;
     int rc;
-    if (l == NULL)
-        return ENOMEM;
-    if ((rc = memc_open(&l->m, args.mc_host, args.mc_port)) != 0) {
-        free(l);
+    lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
+    if ((rc = memc_open_until(&mc, args.mc_host, args.mc_port, &dl)) != 0)
+        return rc;
+    if ((rc = memc_attach(&mc, &reactor)) != 0 ||
+        ((args.flags & 2) && (rc = memc_set_nest_max(&mc, 0)) != 0)) {
+        (void)memc_close(&mc);
         return rc;
     }
-    if ((args.flags & 2) && (rc = lf_bound_set_nest_max(&l->m.b, 0)) != 0) {
-        memc_close(&l->m);
-        free(l);
-        return rc;
-    }
-    if ((rc = lf_bound_attach(&l->m.b, &reactor)) != 0) {
-        memc_close(&l->m);
-        free(l);
-        return rc;
-    }
-    pthread_mutex_lock(&be.lock);
-    be.cur = l;
-    pthread_mutex_unlock(&be.lock);
-    count(&st.reconnects);
+    be.opened = 1;
     return 0;
 }
 
-static void backend_close(struct link *l)
+/* THE RECONNECT (see RECONNECT above): one call. The old connection stays with the
+ * calls still on it and goes with the last of them; its deep count is kept first. */
+static int backend_reconnect(void)
 {
-    struct lf_bound_stats s;
-    if (lf_bound_stats(&l->m.b, &s) == 0)
-        be.deep += s.deep;
-    if (memc_close(&l->m) == 0)
-        free(l);
+    struct memc_stats before, after;
+    struct timespec dl;
+    int rc;
+    if (!be.opened)
+        return backend_open();
+    lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
+    (void)memc_stats(&mc, &before);
+    if ((rc = memc_reconnect(&mc, &dl)) == 0 && memc_stats(&mc, &after) == 0 &&
+        after.reconnects > before.reconnects)
+        be.deep += before.bound.deep; /* (0 with nothing replaced: it was alive) */
+    return rc;
 }
 
-/* Close the retired links no call is inside any more. */
-static int backend_reap(void)
+/* A call ended with rc: a dead connection (memc.h: ECONNRESET, EPIPE, the stream's
+ * EPROTO) sends requests to ERR backend and the backend handler to reconnect. The
+ * first to see it notifies; the others find be.down set. */
+static void backend_check(int rc)
 {
-    struct link *done = NULL, **pp, *l;
-    int left = 0;
-    pthread_mutex_lock(&be.lock);
-    for (pp = &be.retired; (l = *pp) != NULL;) {
-        if (l->refs == 0) {
-            *pp = l->next;
-            l->next = done;
-            done = l;
-        } else {
-            pp = &l->next;
-            left = 1;
-        }
-    }
-    pthread_mutex_unlock(&be.lock);
-    while ((l = done) != NULL) {
-        done = l->next;
-        backend_close(l);
-    }
-    return left;
+    if ((rc == ECONNRESET || rc == EPIPE || rc == EPROTO) && !atomic_exchange(&be.down, 1))
+        (void)lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY);
 }
 
 static long long backoff_next(void)
@@ -223,45 +179,41 @@ static long long backoff_next(void)
     return ms;
 }
 
-/* The backend's own handler (one thread at a time, like any handler): reaps,
- * reconnects, probes a stalled memcached; re-arms its timer while there is work. */
+/* The backend's own handler (one thread at a time, like any handler): reconnects,
+ * probes a stalled memcached; re-arms its timer until it succeeds. */
 static int on_backend(lf_handler *h, int fd, uint32_t events)
 {
     long long next_ms = -1;
     (void)fd;
     if (events & LF_EV_TIMEOUT)
         (void)lf_timer_fired(&be.tick);
-    int reaping = backend_reap();
-    pthread_mutex_lock(&be.lock);
-    int down = be.cur == NULL;
-    pthread_mutex_unlock(&be.lock);
-    if (down && !atomic_load(&draining)) {
+    if (atomic_load(&draining))
+        return LF_KEEP;
+    if (atomic_load(&be.down)) {
         if (backend_reconnect() == 0) {
             be.backoff_ms = GW_BACKOFF_MIN_MS;
             atomic_store(&be.stalled, 0);
+            /* after the open: a request that reads 0 finds mc ready (seq_cst, as the
+             * loads; a connection dead again already is met by the next call) */
+            atomic_store(&be.down, 0);
         } else {
             next_ms = backoff_next();
         }
-    } else if (atomic_load(&be.stalled) && !atomic_load(&draining)) {
+    } else if (atomic_load(&be.stalled)) {
         /* the probe: any answer (the key is never set: ENOENT) says memcached serves */
-        struct link *l = link_get();
-        if (l != NULL) {
-            struct timespec dl;
-            char v[8];
-            size_t len;
-            lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
-            int rc = memc_get(&l->m, PROBE_KEY, v, sizeof v, &len, NULL, &dl);
-            link_put(l, rc);
-            if (rc == 0 || rc == ENOENT || rc == EMSGSIZE) {
-                atomic_store(&be.stalled, 0);
-                be.backoff_ms = GW_BACKOFF_MIN_MS;
-            } else {
-                next_ms = backoff_next();
-            }
+        struct timespec dl;
+        char v[8];
+        size_t len;
+        lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
+        int rc = memc_get(&mc, PROBE_KEY, v, sizeof v, &len, NULL, &dl);
+        if (rc == 0 || rc == ENOENT || rc == EMSGSIZE) {
+            atomic_store(&be.stalled, 0);
+            be.backoff_ms = GW_BACKOFF_MIN_MS;
+        } else {
+            backend_check(rc);
+            next_ms = backoff_next();
         }
     }
-    if (next_ms < 0 && reaping)
-        next_ms = 10;
     if (next_ms >= 0)
         (void)lf_reactor_timer_start(&reactor, &be.tick, h, next_ms * 1000000LL, 0);
     return LF_KEEP;
@@ -330,11 +282,11 @@ static int put_value(struct conn *c, const unsigned char *v, size_t len)
  * large): a second round trip for values over 8 KiB, and an output buffer that grows
  * only as large as the values it holds, which is what 10,000 connections' memory
  * comes to. */
-static int do_get(struct conn *c, struct link *l, const char *key, const struct timespec *dl)
+static int do_get(struct conn *c, const char *key, const struct timespec *dl)
 {
     unsigned char small[8192];
     size_t len = 0;
-    int rc = memc_get(&l->m, key, small, sizeof small, &len, NULL, dl);
+    int rc = memc_get(&mc, key, small, sizeof small, &len, NULL, dl);
     if (rc == 0)
         return put_value(c, small, len);
     for (int tries = 0; rc == EMSGSIZE && len <= GW_VALUE_MAX && tries < 3; tries++) {
@@ -342,7 +294,7 @@ static int do_get(struct conn *c, struct link *l, const char *key, const struct 
         if (gw_buf_reserve(&c->out, GW_VALUE_HEAD_MAX + want + 2) != 0)
             return ENOMEM;
         unsigned char *v = c->out.p + c->out.len + GW_VALUE_HEAD_MAX;
-        rc = memc_get(&l->m, key, v, want, &len, NULL, dl);
+        rc = memc_get(&mc, key, v, want, &len, NULL, dl);
         if (rc == 0)
             return put_value(c, v, len);
     }
@@ -353,7 +305,6 @@ static void serve_one(struct conn *c, const struct gw_req *r)
 {
     char key[GW_KEY_MAX + 1];
     struct timespec dl;
-    struct link *l;
     int rc;
 
     count(&st.requests);
@@ -366,22 +317,22 @@ static void serve_one(struct conn *c, const struct gw_req *r)
         put_str(c, GW_ERR_BACKEND);
         return;
     }
-    if ((l = link_get()) == NULL) {
+    if (atomic_load(&be.down)) { /* memcached is away: on_backend reconnects */
         count(&st.backend);
         put_str(c, GW_ERR_BACKEND);
         return;
     }
     lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
     if (r->op == GW_SET) {
-        rc = memc_set(&l->m, key, r->val, r->vlen, 0, 0, &dl);
+        rc = memc_set(&mc, key, r->val, r->vlen, 0, 0, &dl);
         if (rc == 0)
             put_str(c, GW_STORED);
     } else {
-        rc = do_get(c, l, key, &dl);
+        rc = do_get(c, key, &dl);
         if (rc == ENOENT)
             put_str(c, GW_MISS);
     }
-    link_put(l, rc);
+    backend_check(rc);
     if (rc == ETIMEDOUT) {
         count(&st.timeouts);
         put_str(c, GW_ERR_TIMEOUT);
@@ -585,7 +536,6 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
     srv_raise_nofile();
-    pthread_mutex_init(&be.lock, NULL);
     be.backoff_ms = GW_BACKOFF_MIN_MS;
 
     if ((rc = lf_reactor_init(&reactor)) != 0)
@@ -598,7 +548,10 @@ int main(int argc, char **argv)
     if ((rc = lf_reactor_register(&reactor, &be.h, efd, LF_EV_READ)) != 0 ||
         (rc = lf_reactor_modify(&reactor, &be.h, 0)) != 0)
         die_rc("lf_reactor_register", rc);
-    if ((rc = backend_reconnect()) != 0) {
+    atomic_store(&be.down, 1);
+    if ((rc = backend_open()) == 0) {
+        atomic_store(&be.down, 0);
+    } else {
         fprintf(stderr, "gw_lf: memcached at %s:%d: %s (retrying)\n", args.mc_host,
                 args.mc_port, strerror(rc));
         lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY);
@@ -626,38 +579,26 @@ int main(int argc, char **argv)
         pthread_join(th[i], NULL);
     free(th);
 
-    /* every thread is out: no call is inside any link */
-    unsigned long long deep = be.deep;
-    struct lf_bound_stats bs;
-    pthread_mutex_lock(&be.lock);
-    for (struct link *l = be.retired; l != NULL; l = l->next)
-        if (lf_bound_stats(&l->m.b, &bs) == 0)
-            deep += bs.deep;
-    if (be.cur != NULL && lf_bound_stats(&be.cur->m.b, &bs) == 0)
-        deep += bs.deep;
-    pthread_mutex_unlock(&be.lock);
+    /* every thread is out: no call holds a connection */
+    struct memc_stats ms;
+    unsigned long long deep = be.deep, reconnects = 0;
+    if (be.opened && memc_stats(&mc, &ms) == 0) {
+        deep += ms.bound.deep;
+        reconnects = ms.reconnects;
+    }
     unsigned long long t = st.timeouts, b = st.backend, p = st.proto;
     printf("stats requests=%llu errors=%llu timeouts=%llu backend=%llu proto=%llu "
            "failfast=%llu reconnects=%llu clients=%llu idle_closed=%llu stall_dropped=%llu "
            "max_depth=%d deep=%llu nest_max=%d\n",
            (unsigned long long)st.requests, t + b + p, t, b, p,
-           (unsigned long long)st.failfast, (unsigned long long)st.reconnects,
-           (unsigned long long)st.clients, (unsigned long long)st.idle_closed,
-           (unsigned long long)st.stall_dropped, atomic_load(&st.max_depth), deep,
-           LF_BOUND_NEST_MAX);
+           (unsigned long long)st.failfast, reconnects, (unsigned long long)st.clients,
+           (unsigned long long)st.idle_closed, (unsigned long long)st.stall_dropped,
+           atomic_load(&st.max_depth), deep, LF_BOUND_NEST_MAX);
     fflush(stdout);
 
     if ((rc = lf_reactor_destroy(&reactor)) != 0) /* closes the clients left */
         die_rc("lf_reactor_destroy", rc);
-    if (be.cur != NULL) {
-        be.cur->next = be.retired;
-        be.retired = be.cur;
-        be.cur = NULL;
-    }
-    for (struct link *l = be.retired, *next; l != NULL; l = next) {
-        next = l->next;
-        backend_close(l);
-    }
-    pthread_mutex_destroy(&be.lock);
+    if (be.opened && (rc = memc_close(&mc)) != 0) /* EBUSY: a call outlived its thread */
+        die_rc("memc_close", rc);
     return 0;
 }

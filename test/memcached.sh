@@ -14,7 +14,8 @@
 #   5. reconnect under load: memcached killed and restarted on the same port mid-run
 #      (the test asks by making a file; this script kills and restarts), 8 threads
 #      reconnect and carry on with every value checked; no descriptor leaked;
-#   6. the same from the handlers of an lf_reactor, through memc_attach.
+#   6. the same from the handlers of an lf_reactor, through memc_attach; a nesting
+#      limit set with memc_set_nest_max holds over a reconnect.
 # Also: memc.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
 # bench/memc_refs.c builds. About 50 s.
 set -eu

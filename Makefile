@@ -300,8 +300,16 @@ FULL_compile += $(RESULTS)/compile/musl
 # under load (the threads reconnect, values checked; also from reactor handlers,
 # hybrid), connect errors and cancellation; plain, ASan+UBSan and TSan.
 $(RESULTS)/compile/memcached:
-	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes; killed and restarted, the threads reconnect (also hybrid); connect errors, cancellation (plain, ASan+UBSan, TSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached
+	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes; killed and restarted, the threads reconnect (also hybrid); connect errors, cancellation (plain, ASan+UBSan, TSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached $(if $(filter 1,$(FULL)),full)
 RUN_compile += $(RESULTS)/compile/memcached
+
+# The hybrid gateway (bench/gw_lf.c: lf_reactor.h + memc.h, calls nested in handlers)
+# against a real memcached: 4,000 busy connections on default stacks, every reply
+# checked, the nesting within its limit; memcached stopped, then killed and restarted
+# (the gateway serves again); SIGTERM. ASan+UBSan (plain too in the full run).
+$(RESULTS)/compile/gateway:
+	@test/check.sh $@ "gateway: the hybrid gateway at 4,000 busy connections, memcached stopped and killed, nesting within its limit (ASan+UBSan)" compiles -- test/gateway.sh $(CC) $(BUILD)/gateway $(if $(filter 1,$(FULL)),full)
+RUN_compile += $(RESULTS)/compile/gateway
 
 # ARM under qemu-user (aarch64, armhf): a slice in the full run; `make cross` runs them all.
 $(RESULTS)/compile/cross:
@@ -316,8 +324,10 @@ RUN_compile += $(RESULTS)/compile/warnings
 
 # Static analysis (make lint runs it alone): cppcheck and clang-tidy over every
 # header in each policy/backend configuration and over the tests; zero findings.
+# The clang static analyzer runs on the headers here, on some tests too in the full
+# run and in make lint (a test repeats most of its header's analysis).
 $(RESULTS)/compile/lint:
-	@test/check.sh $@ "lint: cppcheck + clang-tidy, zero findings" compiles -- test/lint.sh $(BUILD)/lint
+	@test/check.sh $@ "lint: cppcheck + clang-tidy, zero findings" compiles -- test/lint.sh $(BUILD)/lint $(if $(filter 1,$(FULL)),full)
 RUN_compile += $(RESULTS)/compile/lint
 
 # Model checking (spin): each protocol model in test/model/ explored exhaustively as
@@ -547,7 +557,7 @@ cross:
 	@test/cross.sh $(BUILD)/cross
 
 lint: setup
-	@test/lint.sh $(BUILD)/lint
+	@test/lint.sh $(BUILD)/lint full
 
 soak: setup
 	@test/soak.sh $(CC) $(BUILD)/soak $(SOAK_S)

@@ -1,8 +1,9 @@
 #!/bin/sh
-# test/gateway.sh CC BUILD_DIR - the hybrid gateway (bench/gw_lf.c: lf_reactor.h and
+# test/gateway.sh CC BUILD_DIR [full] - the hybrid gateway (bench/gw_lf.c: lf_reactor.h and
 # bench/memc.h, each client request a blocking memcached call from its handler) against
 # a real memcached that this script installs if missing (Debian, as root) and starts on
-# loopback. Built plain and under ASan+UBSan; each build, one gateway process, default
+# loopback. Built under ASan+UBSan (its frames are larger than a plain build's, so the
+# stacks are tested harder), and with `full` plain too; each build, one gateway process, default
 # thread stacks, driven by bench/gw_load.c (every reply checked: values carry their
 # key, a version some SET sent and a checksum; MISS only where a key may be missing):
 #   0. the protocol, exchange by exchange (gw_load -X 1: pipelining, large and empty
@@ -17,9 +18,11 @@
 #      handlers); a sanitizer report anywhere fails the test.
 # No timing asserts. About 30 s.
 set -eu
-[ $# -eq 2 ] || { echo "usage: test/gateway.sh CC BUILD_DIR" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/gateway.sh CC BUILD_DIR [full]" >&2; exit 2; }
 cc=$1
 build=$2
+bins=gw_lf.asan
+if [ "${3-}" = full ]; then bins="gw_lf gw_lf.asan"; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
@@ -35,7 +38,7 @@ san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-r
 urcu=$(pkg-config --cflags --libs liburcu-memb)
 $cc $strict -O2 -g -o "$build/gw_load" "$root/bench/gw_load.c" -pthread
 # shellcheck disable=SC2086 # urcu, san: lists of options
-$cc $strict -O2 -g -o "$build/gw_lf" "$root/bench/gw_lf.c" $urcu -pthread
+[ "${3-}" != full ] || $cc $strict -O2 -g -o "$build/gw_lf" "$root/bench/gw_lf.c" $urcu -pthread
 # shellcheck disable=SC2086
 $cc $strict $san -o "$build/gw_lf.asan" "$root/bench/gw_lf.c" $urcu -pthread
 
@@ -76,7 +79,7 @@ fault() {
 }
 
 memc_start "$build"
-for bin in gw_lf gw_lf.asan; do
+for bin in $bins; do
     envs=
     case $bin in *.asan) envs="ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;; esac
     echo "$bin:"

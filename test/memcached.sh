@@ -1,9 +1,9 @@
 #!/bin/sh
-# test/memcached.sh CC BUILD_DIR - bench/memc.h (a memcached client on lf_bound.h)
+# test/memcached.sh CC BUILD_DIR [full] - bench/memc.h (a memcached client on lf_bound.h)
 # against a real memcached that this script installs if missing (Debian, as root)
-# and starts on loopback: test/t_memcached.c's parts, built plain (default policy,
-# and FIFO), under ASan+UBSan and under TSan (the connection references, reconnects
-# and cancellations are concurrency code):
+# and starts on loopback: test/t_memcached.c's parts, built plain (default policy;
+# with `full`, make test-full's, also FIFO), under ASan+UBSan and under TSan (the
+# connection references, reconnects and cancellations are concurrency code):
 #   1. 8 threads x 10^4 mixed get/set/delete over ONE connection, every value checked;
 #   2. memcached killed (SIGKILL) mid-run: every waiting thread wakes with ECONNRESET
 #      or EPIPE, none hangs (the test's watchdog, and timeout here);
@@ -19,9 +19,11 @@
 # Also: memc.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
 # bench/memc_refs.c builds. About 50 s.
 set -eu
-[ $# -eq 2 ] || { echo "usage: test/memcached.sh CC BUILD_DIR" >&2; exit 2; }
+[ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/memcached.sh CC BUILD_DIR [full]" >&2; exit 2; }
 cc=$1
 build=$2
+bins="t_memcached t_memcached.asan t_memcached.tsan"
+if [ "${3-}" = full ]; then bins="$bins t_memcached.fifo"; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
@@ -45,8 +47,8 @@ urcu=$(pkg-config --cflags --libs liburcu-memb 2>/dev/null || echo -lurcu-memb -
 # shellcheck disable=SC2086 # urcu is a list of flags
 $cc $strict -O2 -g -o "$build/t_memcached" "$root/test/t_memcached.c" $urcu -pthread
 # shellcheck disable=SC2086
-$cc $strict -O2 -g -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/t_memcached.fifo" \
-    "$root/test/t_memcached.c" $urcu -pthread
+[ "${3-}" != full ] || $cc $strict -O2 -g -DLF_PROMOTE=LF_PROMOTE_FIFO \
+    -o "$build/t_memcached.fifo" "$root/test/t_memcached.c" $urcu -pthread
 # shellcheck disable=SC2086
 $cc $strict $san -o "$build/t_memcached.asan" "$root/test/t_memcached.c" $urcu -pthread
 # shellcheck disable=SC2086
@@ -65,7 +67,7 @@ restarted() {
 }
 
 trap memc_stop EXIT
-for bin in t_memcached t_memcached.fifo t_memcached.asan t_memcached.tsan; do
+for bin in $bins; do
     envs="LF_TEST_STALL_S=10"
     case $bin in
     *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;;

@@ -79,21 +79,25 @@ COVER_REACTOR_VARIANTS := $(strip $(call lf_cover,$(POLICIES),$(BACKENDS),$(call
 # same for LIFO, FIFO and HEAP; the set code differs per policy). Both override.
 SAN_REACTOR_VARIANTS ?= $(filter $(REACTOR_VARIANTS),$(foreach b,$(BACKENDS),LIFO+$b) CONDVAR+EPOLL)
 SAN_POOL_VARIANTS ?= $(filter $(POOL_VARIANTS),LIFO-FUTEX FIFO-PTHREAD HEAP-FUTEX LIFO-PTHREAD CONDVAR)
-# VARIANTS_<kind>_<mode>: what each test runs in. The pool tests are cheap: all seven
-# plain in both sizes. make test's sanitizer runs take one variant each: TSan the
+# VARIANTS_<kind>_<mode>: what each test runs in. The pool tests: all seven plain in
+# the full run, covering pairs in make test. make test's sanitizer runs take one variant each: TSan the
 # default (LIFO, futex, epoll: what most users run, and where a race would hurt
 # most), ASan+UBSan the code TSan's variant leaves out: HEAP with the pthread
 # synchronizer (the priority-inheriting lock under per-follower condition
 # variables) and CONDVAR on select.
 lf_first_of = $(firstword $(filter $1,$2) $2)
-VARIANTS_pool_plain := $(POOL_VARIANTS)
+# the pool tests: every variant in the full run; make test takes covering pairs (each
+# policy, each synchronizer: the synchronizer code is the same for LIFO, FIFO and HEAP)
+POOL_COVER := $(or $(filter $(POOL_VARIANTS),LIFO-FUTEX FIFO-PTHREAD HEAP-FUTEX CONDVAR),$(POOL_VARIANTS))
 ifeq ($(FULL),1)
+VARIANTS_pool_plain := $(POOL_VARIANTS)
 VARIANTS_reactor_plain := $(REACTOR_VARIANTS)
 VARIANTS_pool_asan := $(SAN_POOL_VARIANTS)
 VARIANTS_pool_tsan := $(SAN_POOL_VARIANTS)
 VARIANTS_reactor_asan := $(SAN_REACTOR_VARIANTS)
 VARIANTS_reactor_tsan := $(SAN_REACTOR_VARIANTS)
 else
+VARIANTS_pool_plain := $(POOL_COVER)
 VARIANTS_reactor_plain := $(COVER_REACTOR_VARIANTS)
 VARIANTS_pool_asan := $(call lf_first_of,HEAP-PTHREAD,$(POOL_VARIANTS))
 VARIANTS_pool_tsan := $(call lf_first_of,LIFO-FUTEX,$(POOL_VARIANTS))
@@ -338,7 +342,7 @@ RUN_compile += $(RESULTS)/compile/model
 
 # Fuzzing (clang's libFuzzer): each harness in test/fuzz/ replays its kept corpus and
 # then fuzzes for FUZZ_TEST_S seconds here; make fuzz runs FUZZ_S and keeps new finds.
-FUZZ_TEST_S ?= $(if $(filter 1,$(FULL)),60,5)
+FUZZ_TEST_S ?= $(if $(filter 1,$(FULL)),60,3)
 FUZZ_S ?= 300
 $(RESULTS)/compile/fuzz:
 	@test/check.sh $@ "fuzz: kept corpus + $(FUZZ_TEST_S) s per harness, the reactor also on poll and select (libFuzzer, ASan+UBSan)" compiles -- test/fuzz.sh $(BUILD)/fuzz $(FUZZ_TEST_S)
@@ -353,7 +357,7 @@ RUN_compile += $(RESULTS)/compile/bench-smoke
 # Soak: the OLTP demo under connection churn, resets of client and back-end
 # connections, stalls and timers, every request accounted for (answered, or failed
 # with a reason the client was told), ASan+UBSan. make soak runs SOAK_S seconds.
-SOAK_TEST_S ?= $(if $(filter 1,$(FULL)),60,15)
+SOAK_TEST_S ?= $(if $(filter 1,$(FULL)),60,8)
 SOAK_S ?= 600
 $(RESULTS)/compile/soak:
 	@test/check.sh $@ "soak: OLTP demo under churn and resets, $(SOAK_TEST_S) s, every request accounted (ASan+UBSan)" compiles -- test/soak.sh $(CC) $(BUILD)/soak-test $(SOAK_TEST_S)

@@ -14,7 +14,8 @@
 #                 first). cppcheck and clang-tidy's AST checks see every test; the
 #                 clang static analyzer, which costs 95% of the time, runs on the
 #                 tests in ANALYZE_TESTS below (see there why), and only with `full`
-#                 (make test-full): make test's run analyses the headers alone.
+#                 (make test-full, make lint): make test's run analyses one
+#                 configuration of each header, the others get the AST checks.
 # Each header is given to the tools as the main file (clang-tidy: -x c), so the
 # analyzer takes every one of its functions as an entry point, not only those a test
 # happens to call.
@@ -94,17 +95,27 @@ t_reactor_errors t_reactor_remove t_reactor_resume t_reactor_hybrid"
 [ "$full" = full ] || ANALYZE_TESTS=
 
 # One job per line: TOOL LABEL FILE [DEFINES]. Slowest first, so the tail is short.
+# Without `full`, the static analyzer takes one configuration of each header (the
+# default ones, and the hybrid bound) and the AST checks the others.
+an=clang-tidy
+[ "$full" = full ] || an=clang-tidy-ast
 {
     for tool in clang-tidy cppcheck; do
+        other=$tool
+        [ "$tool" = clang-tidy ] && other=$an
         for b in EPOLL POLL SELECT; do
-            echo "$tool lf_reactor.h+$b lf_reactor.h -DLF_REACTOR_BACKEND=LF_REACTOR_$b"
+            t=$other
+            [ $b = EPOLL ] && t=$tool
+            echo "$t lf_reactor.h+$b lf_reactor.h -DLF_REACTOR_BACKEND=LF_REACTOR_$b"
         done
         echo "$tool lf_bound.h+REACTOR lf_bound.h -DLF_BOUND_REACTOR=1"
-        echo "$tool lf_bound.h lf_bound.h"
+        echo "$other lf_bound.h lf_bound.h"
         for p in LIFO FIFO HEAP CONDVAR; do
-            echo "$tool lf.h+$p lf.h -DLF_PROMOTE=LF_PROMOTE_$p"
+            t=$other
+            [ $p = LIFO ] && t=$tool
+            echo "$t lf.h+$p lf.h -DLF_PROMOTE=LF_PROMOTE_$p"
         done
-        echo "$tool lf.h+LIFO-PTHREAD lf.h -DLF_PROMOTE=LF_PROMOTE_LIFO -DLF_SYNC=LF_SYNC_PTHREAD"
+        echo "$other lf.h+LIFO-PTHREAD lf.h -DLF_PROMOTE=LF_PROMOTE_LIFO -DLF_SYNC=LF_SYNC_PTHREAD"
     done
     for f in test/t_*.c; do
         t=$(basename "$f" .c)

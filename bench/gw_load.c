@@ -66,42 +66,7 @@
 #define RELAXED memory_order_relaxed
 #define MAXV 65536 /* the largest -v */
 
-/* Latency histogram (as bench/loadgen.c): 64 power-of-two groups of nanoseconds, 32
- * linear steps in each; a percentile is its bucket's upper bound. */
-#define SUB_BITS 5
-#define SUB (1u << SUB_BITS)
-#define BUCKETS (64u * SUB)
-
-static unsigned hist_index(uint64_t ns)
-{
-    if (ns < SUB)
-        return (unsigned)ns;
-    unsigned msb = 63u - (unsigned)__builtin_clzll(ns);
-    unsigned sub = (unsigned)(ns >> (msb - SUB_BITS)) & (SUB - 1u);
-    return (msb - SUB_BITS + 1u) * SUB + sub;
-}
-
-static uint64_t hist_upper(unsigned idx)
-{
-    if (idx < SUB)
-        return idx;
-    unsigned group = idx / SUB, sub = idx % SUB;
-    unsigned msb = group + SUB_BITS - 1u;
-    return ((uint64_t)(SUB + sub + 1u) << (msb - SUB_BITS)) - 1u;
-}
-
-static uint64_t hist_pct(const uint64_t *h, uint64_t total, double p)
-{
-    uint64_t want = (uint64_t)(p * (double)total + 0.5), seen = 0;
-    if (want == 0)
-        want = 1;
-    for (unsigned i = 0; i < BUCKETS; i++) {
-        seen += h[i];
-        if (seen >= want)
-            return hist_upper(i);
-    }
-    return 0;
-}
+#include "hist.h"
 
 static uint64_t now_ns(void)
 {
@@ -200,7 +165,7 @@ struct conn {
 struct worker {
     pthread_t tid;
     int ep, no;
-    uint64_t hist[BUCKETS];
+    struct hist hist;
     uint64_t replies, ok, err_timeout, err_backend, wrong, prep_done, prep_failed;
     uint64_t err_max_ns, last_good, gap_ns, first_good_after_back, hog_dropped, hog_drop_ns;
     unsigned rng;
@@ -333,7 +298,7 @@ static void on_reply(struct worker *w, struct conn *c, const char *kind, const u
         wrong(w, c, kind);
     }
     if (phase == MEASURE) {
-        w->hist[hist_index(lat)]++;
+        w->hist.n[hist_index(lat)]++;
         w->replies++;
         w->ok += (uint64_t)good;
         if (good) {
@@ -874,15 +839,14 @@ int main(int argc, char **argv)
         pthread_join(workers[t].tid, NULL);
     long hwm = G.pid ? proc_hwm_kb(G.pid) : -1;
 
-    uint64_t *h = calloc(BUCKETS, sizeof *h);
+    struct hist *h = calloc(1, sizeof *h);
     uint64_t replies = 0, ok = 0, et = 0, eb = 0, wr = 0, emax = 0, gap = 0, hogd = 0, hogns = 0;
     uint64_t first_back = 0;
     if (!h)
         return 2;
     for (int t = 0; t < G.nthreads; t++) {
         struct worker *w = &workers[t];
-        for (unsigned b = 0; b < BUCKETS; b++)
-            h[b] += w->hist[b];
+        hist_add(h, &w->hist);
         replies += w->replies;
         ok += w->ok;
         et += w->err_timeout;

@@ -935,8 +935,23 @@ typedef struct LF__CFG(lf__bound_guard) {
     const struct timespec *deadline;
     void *outer; /* hybrid: the context of the join this one is nested in */
     long long outer_until; /* hybrid: the earliest deadline of the joins below, +1 (0: none) */
+    int deep; /* a hybrid join's first look sets c->lf__deep to it; -1: done, or bare */
     int rc;
 } lf__bound_guard;
+
+/* The bound's lock held, at every look of a join at its context: the first look of
+ * a hybrid join says how c is to be woken (by the reactor, or, deep, in the bound's
+ * own pool: NESTING) and counts a deep join that will wait (not one that collects at
+ * once). One lock for both, the look's own. */
+static inline void lf__bound_mark(lf__bound_guard *g)
+{
+    if (g->deep < 0)
+        return;
+    g->c->lf__deep = g->deep;
+    if (g->deep && (g->c->lf__state == LF__BC_WAITING || g->c->lf__state == LF__BC_RECEIVING))
+        g->b->lf__stats.deep++;
+    g->deep = -1;
+}
 
 /* ------------------------------------------------------------------ >>api */
 
@@ -1122,6 +1137,19 @@ typedef struct LF__CFG(lf__bound_sending) {
 
 static inline int lf__bound_room_hybrid(lf__bound_sending *s);
 
+/* A waiting sender's share of the reader's work, bounded: the replies that are there
+ * read and handed out, then back to its send. Under the receive lock (hybrid: the
+ * handler's; bare: none, the caller leads the bound's pool). */
+static inline void lf__bound_read_some(lf_bound *b)
+{
+    lf__bound_rx_lock(b);
+    for (int i = 0; i < 16; i++)
+        if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
+            break;
+    (void)lf__bound_consume(b, NULL, 0);
+    lf__bound_rx_unlock(b);
+}
+
 /* The socket is full. Wait for room until the deadline, looking at the connection's
  * state every 50 ms (a shutdown or a failure ends a send the peer never drains).
  * And read: a peer that writes replies until we read them stops reading our
@@ -1153,11 +1181,7 @@ static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *de
         *self_ready = 1;
     }
     if (lf_pool_try_lead(&b->pool, self) == 0) {
-        /* the leader's work, bounded: what is there, then back to our send */
-        for (int i = 0; i < 16; i++)
-            if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
-                break;
-        (void)lf__bound_consume(b, NULL, 0);
+        lf__bound_read_some(b); /* the leader's work, bounded */
         lf_pool_leave(&b->pool, self); /* to the next follower, in policy order */
     } else {
         pfd.events = POLLOUT; /* a leader reads them: give it a moment */
@@ -1281,6 +1305,7 @@ static inline void lf__bound_join_bare(lf__bound_guard *g)
     for (;;) {
         int rc;
         pthread_mutex_lock(&b->lf__lock);
+        lf__bound_mark(g);
         if (c->lf__state == LF__BC_IDLE) {
             pthread_mutex_unlock(&b->lf__lock);
             g->rc = EINVAL; /* nothing expected */
@@ -1340,6 +1365,7 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
     g.c = c;
     g.deadline = deadline;
     g.outer = NULL;
+    g.deep = -1;
     g.rc = 0;
     LF__CLEANUP_PUSH(lf__bound_join_cancelled, &g);
     lf__bound_join_bare(&g);
@@ -1380,6 +1406,7 @@ static inline int lf__bound_call_send(lf_bound *b, lf_bound_ctx *c, const void *
     g.c = c;
     g.deadline = deadline;
     g.outer = NULL;
+    g.deep = -1;
     g.rc = 0;
     LF__CLEANUP_PUSH(lf__bound_call_cancelled, &g);
     g.rc = lf__bound_send(b, req, len, deadline);
@@ -1571,12 +1598,7 @@ static inline int lf__bound_room_hybrid(lf__bound_sending *s)
     pfd.revents = 0;
     if (poll(&pfd, 1, 5) <= 0 || (pfd.revents & POLLOUT) || !(pfd.revents & POLLIN))
         return 0;
-    lf__bound_rx_lock(b);
-    for (int i = 0; i < 16; i++)
-        if (lf__bound_consume(b, NULL, 0) != 0 || lf__bound_fill(b, NULL) <= 0)
-            break;
-    (void)lf__bound_consume(b, NULL, 0);
-    lf__bound_rx_unlock(b);
+    lf__bound_read_some(b);
     return 0;
 }
 
@@ -1708,6 +1730,7 @@ static inline void lf__bound_turn_until(lf__bound_guard *g)
 
     for (;;) {
         pthread_mutex_lock(&b->lf__lock);
+        lf__bound_mark(g);
         if (c->lf__state == LF__BC_IDLE) {
             pthread_mutex_unlock(&b->lf__lock);
             rc = EINVAL;
@@ -1771,13 +1794,8 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
     g.deadline = deadline;
     g.outer = lf__bound_self; /* a join nested in an upcall */
     g.outer_until = lf__bound_until;
-    g.rc = 0; /* deadline: the earliest below already (lf_bound_join) */
-    /* how c is woken: by the reactor, or (deep) in the bound's own pool */
-    pthread_mutex_lock(&b->lf__lock);
-    c->lf__deep = deep;
-    if (deep && (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING))
-        b->lf__stats.deep++; /* a join that will wait (not one that collects at once) */
-    pthread_mutex_unlock(&b->lf__lock);
+    g.deep = deep; /* set in c at the loop's first look (lf__bound_mark) */
+    g.rc = 0;      /* deadline: the earliest below already (lf_bound_join) */
     lf__bound_self = c;
     lf__bound_until = g.deadline ? lf__ts_ns(g.deadline) + 1 : 0;
     lf__bound_depth++;

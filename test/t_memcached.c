@@ -1158,6 +1158,21 @@ static void *reconnect_forever(void *arg)
     return (void *)(intptr_t)memc_reconnect(&M, NULL);
 }
 
+/* Break the connection ("bye"), pause the fake server with its one backlog place
+ * taken by a plain connection (so that a connect hangs), and start a thread in a
+ * reconnect without deadline, which hangs there. Returns the queued socket. */
+static int hang_reconnect(pthread_t *th)
+{
+    int queued;
+    CHECK_EQ(memc_get(&M, "bye", NULL, 0, NULL, NULL, NULL), ECONNRESET);
+    lft_store(&fk_paused, 1);
+    lft_sleep_ms(30);
+    queued = plain_connect(fk_port);
+    CHECK(pthread_create(th, NULL, reconnect_forever, NULL) == 0);
+    lft_sleep_ms(100);
+    return queued;
+}
+
 static void *reconnect_5s(void *arg)
 {
     struct timespec d = in_ms(5000);
@@ -1304,12 +1319,7 @@ static void connections(void)
 
     /* cancelled making a connection, and another thread waiting for it: the waiter
      * makes its own; the socket of the cancelled one is closed */
-    CHECK_EQ(memc_get(&M, "bye", NULL, 0, NULL, NULL, NULL), ECONNRESET);
-    lft_store(&fk_paused, 1);
-    lft_sleep_ms(30);
-    queued = plain_connect(fk_port);
-    CHECK(pthread_create(&th[0], NULL, reconnect_forever, NULL) == 0);
-    lft_sleep_ms(100);
+    queued = hang_reconnect(&th[0]);
     CHECK(pthread_create(&th[1], NULL, reconnect_5s, NULL) == 0);
     lft_sleep_ms(100);
     lft_cancel_join(th[0]);
@@ -1338,12 +1348,7 @@ static void connections(void)
 
     /* shutdown ends a connect that hangs (no deadline) */
     CHECK_EQ(memc_open(&M, "127.0.0.1", fk_port), 0);
-    CHECK_EQ(memc_get(&M, "bye", NULL, 0, NULL, NULL, NULL), ECONNRESET);
-    lft_store(&fk_paused, 1);
-    lft_sleep_ms(30);
-    queued = plain_connect(fk_port);
-    CHECK(pthread_create(&th[0], NULL, reconnect_forever, NULL) == 0);
-    lft_sleep_ms(100);
+    queued = hang_reconnect(&th[0]);
     CHECK_EQ(memc_shutdown(&M), 0);
     CHECK(lft_join(th[0]) == (void *)(intptr_t)ECANCELED);
     CHECK_EQ(memc_close(&M), 0);

@@ -106,7 +106,7 @@ VARIANTS_reactor_tsan := $(call lf_first_of,LIFO+EPOLL,$(COVER_REACTOR_VARIANTS)
 endif
 word_of = $(word $2,$(subst +, ,$(subst -, ,$1)))
 vdefs = -DLF_PROMOTE=LF_PROMOTE_$(call word_of,$1,1) \
-        $(if $(findstring -,$1),-DLF_SYNC=LF_SYNC_$(call word_of,$1,2)) \
+        $(if $(filter FUTEX PTHREAD,$(call word_of,$1,2)),-DLF_SYNC=LF_SYNC_$(call word_of,$1,2)) \
         $(if $(findstring +,$1),-DLF_REACTOR_BACKEND=LF_REACTOR_$(call word_of,$1,2))
 # (the fallback is what liburcu-memb.pc says; it matters before setup installed it)
 URCU_LIBS := $(shell pkg-config --libs liburcu-memb 2>/dev/null || echo -lurcu-memb -lurcu-common)
@@ -155,6 +155,16 @@ $(if $(filter 1,$(FULL)),$(foreach t,$(filter-out t_reactor_fault $(BP_TESTS),$(
 # LF_SCHED_BATCH=1, the opt-in policy switch (lf.h, SCHEDULING): the takeover test,
 # which checks the switch and its restore, plain, LIFO.
 $(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(eval $(call run_check,plain,t_pool_takeover,LIFO-FUTEX-BATCH,-DLF_SCHED_BATCH=1)))
+# LF_TAKEOVER=1 (on by default only with LF_SCHED_BATCH): the takeover test and the
+# pool's stress test in every pool variant of the run, and the reactor's stress test
+# on epoll, plain; the two pool tests under TSan as well.
+TAKEOVER_TESTS := t_pool_takeover t_pool_stress
+$(foreach t,$(TAKEOVER_TESTS),$(foreach v,$(VARIANTS_pool_plain),\
+  $(eval $(call run_check,plain,$t,$v-TAKEOVER,-DLF_TAKEOVER=1))))
+$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(eval $(call run_check,plain,t_reactor_stress,LIFO+EPOLL+TAKEOVER,-DLF_TAKEOVER=1 $(URCU_LIBS))))
+# and under TSan, the takeover's lock-free claim of a promotion (LIFO-FUTEX)
+$(if $(filter tsan,$(MODES)),$(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(foreach t,$(TAKEOVER_TESTS),\
+  $(eval $(call run_check,tsan,$t,LIFO-FUTEX-TAKEOVER,-DLF_TAKEOVER=1)))))
 
 # LF_PORTABLE: the paths a BSD, macOS or RTOS build takes (pipe wake-ups, poll,
 # LF_SYNC_PTHREAD, no signalfd), on Linux: every reactor test but the fault schedule

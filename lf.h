@@ -6,9 +6,9 @@
  *   source. When it detects an event it PROMOTES one of the FOLLOWERS to be the next
  *   leader, *before* it processes the event, and then becomes a PROCESSING thread.
  *   Processing threads run concurrently. A thread that finishes processing becomes the
- *   leader at once if the leader slot is vacant, or else a follower (but see TAKEOVER
- *   below: it also leads at once if the follower just promoted has not started to
- *   run yet). Only one thread at a
+ *   leader at once if the leader slot is vacant, or else a follower (with
+ *   LF_TAKEOVER, see SCHEDULING, it also leads at once if the follower just promoted
+ *   has not started to run yet). Only one thread at a
  *   time ever waits on the event source, so the source needs no locking of its own, and
  *   the thread that detected an event is the one that handles it (no queue, no hand-off
  *   of the event between threads).
@@ -55,11 +55,13 @@
  *                on Linux, LF_SYNC_PTHREAD elsewhere (and with LF_PORTABLE).
  *       LF_SYNC_FUTEX       a 32-bit futex word per follower (Linux).
  *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
- *   LF_TAKEOVER  1 (default) or 0: whether a thread back from processing takes over a
- *                promotion whose follower has not started to run yet (see SCHEDULING).
+ *   LF_TAKEOVER  0 or 1: whether a thread back from processing takes over a promotion
+ *                whose follower has not started to run yet. Default: the value of
+ *                LF_SCHED_BATCH, the one policy under which it pays (see SCHEDULING).
  *   LF_SCHED_BATCH  0 (default) or 1 (Linux only, opt-in): lf_pool_join runs a
  *                SCHED_OTHER thread as SCHED_BATCH while it is joined (see SCHEDULING:
- *                what that costs, and what inherits it).
+ *                what that costs, and what inherits it); 1 also makes LF_TAKEOVER's
+ *                default 1.
  *   LF_PORTABLE  use only POSIX facilities, also on Linux: the paths a BSD, macOS or
  *                RTOS build takes (lf_reactor.h: pipe wake-ups, poll by default, no
  *                signalfd), so that Linux can test them.
@@ -180,9 +182,10 @@
  *     thread is changed, the old policy is back when lf_pool_join returns, a refusal
  *     (a sandbox) is ignored, and lf_pool_lead, _promote and the reactor's
  *     lf_reactor_handle_events never touch it.
- *   - A promoted follower that has not started to run yet would still hold the
- *     leader slot, and every thread that finishes processing meanwhile would park
- *     behind it. So a thread back from processing (lf_pool_lead, _try_lead or
+ *   - TAKEOVER (LF_TAKEOVER=1; its default is LF_SCHED_BATCH's value, so it is off
+ *     unless asked for). A promoted follower that has not started to run yet would
+ *     still hold the leader slot, and every thread that finishes processing
+ *     meanwhile would park behind it. So a thread back from processing (lf_pool_lead, _try_lead or
  *     _join after lf_pool_promote) that finds the promoted follower not yet running
  *     takes the leadership itself; the follower, put back at the front of the
  *     follower set (HEAP: among its equals, by its old arrival), finds its wake-up
@@ -191,11 +194,21 @@
  *     Counted in stats.takeovers. HEAP takes over only from a follower of equal or
  *     lower priority; a follower with a notification pending is left alone; a
  *     thread new to the pool (not back from processing) never takes over.
- *     LF_TAKEOVER=0 turns it off: every promotion is then a strict hand-off.
- *   Together: when handlers are short, the thread that detected an event usually
- *   handles it and leads again before its follower ever runs, at the cost of one
- *   futex wake per promotion; when a handler blocks or runs long, the follower it
- *   promoted runs and leads, as the pattern promises.
+ *     Why only with SCHED_BATCH: there a woken follower does not preempt, so a short
+ *     handler usually ends before its follower runs, the promoter leads again, and
+ *     the follower's wake-up is withdrawn before it costs a switch. Under
+ *     SCHED_OTHER the wake-up has taken effect by then: the follower runs (often
+ *     taking a CPU from another thread), finds its promotion withdrawn, and parks
+ *     again, a switch for nothing. In six side-by-side runs on one day
+ *     (bench/README.md), the strict hand-off did 0.94x to 1.24x the takeover's
+ *     requests per second with a p99.9 1.4x to 7.3x shorter (beside a CPU-bound
+ *     process 0.89x to 1.00x); under SCHED_BATCH the takeover did 1.12x to 1.23x the
+ *     strict hand-off's. If you run the threads as SCHED_BATCH yourself (chrt -b 0,
+ *     or your own sched_setscheduler), build with LF_TAKEOVER=1. Without it
+ *     (LF_TAKEOVER=0) every promotion is a strict hand-off: the promoted follower
+ *     leads, and the thread back from processing follows.
+ *   Together: when a handler blocks or runs long, the follower it promoted runs and
+ *   leads, as the pattern promises; the price is one futex wake per promotion.
  *
  * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
  *   Bounded, when stats.prio_inherit is 1:
@@ -311,11 +324,17 @@
 #if LF_SYNC == LF_SYNC_FUTEX && !defined(__linux__)
 #error "lf.h: LF_SYNC_FUTEX needs Linux; use -DLF_SYNC=LF_SYNC_PTHREAD"
 #endif
-#ifndef LF_TAKEOVER
-#define LF_TAKEOVER 1
-#endif
 #ifndef LF_SCHED_BATCH
 #define LF_SCHED_BATCH 0
+#endif
+#ifndef LF_TAKEOVER
+#define LF_TAKEOVER LF_SCHED_BATCH /* (SCHEDULING: it pays only there) */
+#endif
+#if LF_SCHED_BATCH != 0 && LF_SCHED_BATCH != 1
+#error "lf.h: LF_SCHED_BATCH must be 0 or 1"
+#endif
+#if LF_TAKEOVER != 0 && LF_TAKEOVER != 1
+#error "lf.h: LF_TAKEOVER must be 0 or 1"
 #endif
 #if LF_SCHED_BATCH && !defined(__linux__)
 #error "lf.h: LF_SCHED_BATCH needs Linux"

@@ -198,11 +198,14 @@ int main(void)
     CHECK(s.promotions > 0);
     CHECK(s.timeouts > 0);
     CHECK(s.leads >= (unsigned long long)events);
+    if (!LF_TAKEOVER)
+        CHECK_EQ(s.takeovers, 0ULL); /* a strict hand-off on every promotion */
     CHECK(lf_pool_destroy(&pool) == 0);
     printf("t_pool_stress %s/%s: %lld events x %d threads in %.2f s, exactly once; "
-           "promotions %llu (vacant %llu), timeouts %llu, rejoins %lld, max concurrent dispatch %d\n",
+           "promotions %llu (vacant %llu), takeovers %llu, timeouts %llu, rejoins %lld, "
+           "max concurrent dispatch %d\n",
            lf_promote_name(), lf_sync_name(), events, THREADS, el, s.promotions,
-           s.promotions_vacant, s.timeouts, rejoins, lft_load(&max_dispatch));
+           s.promotions_vacant, s.takeovers, s.timeouts, rejoins, lft_load(&max_dispatch));
     free(seen);
     return 0;
 }

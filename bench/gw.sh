@@ -114,13 +114,7 @@ nrows=$(wc -l <"$rows")
 raw=$results/gw.raw
 : >"$raw"
 failed=0
-cleanup() {
-    [ -z "${load_pid:-}" ] || kill "$load_pid" 2>/dev/null || true
-    [ -z "${gw_pid:-}" ] || kill -KILL "$gw_pid" 2>/dev/null || true
-    [ -z "${memc_pid:-}" ] || kill -CONT "$memc_pid" 2>/dev/null || true
-    memc_stop
-}
-trap cleanup EXIT INT TERM
+trap gw_cleanup EXIT INT TERM
 memc_start "$build"
 
 # run TEST NAME CONNS EXTRA_GW_ARGS LOAD_ARGS CMD...: one run, one line into gw.raw

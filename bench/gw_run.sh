@@ -20,6 +20,8 @@
 #                           the same port 0.5 s later (memc_restart), the loader told
 #                           SIGUSR2 once it listens
 #   memc_restart            start memcached again on $memc_port, as memc_start does
+#   gw_cleanup              for the sourcer's trap: kill the loader and the gateway,
+#                           let a stopped memcached go on, and stop it (memc_stop)
 
 gw_start() {
     gw_out=$1
@@ -121,6 +123,13 @@ gw_kill() {
     sleep 0.5
     memc_restart || return 1
     kill -USR2 "$load_pid" 2>/dev/null || true
+}
+
+gw_cleanup() {
+    [ -z "${load_pid:-}" ] || kill "$load_pid" 2>/dev/null || true
+    [ -z "${gw_pid:-}" ] || kill -KILL "$gw_pid" 2>/dev/null || true
+    [ -z "${memc_pid:-}" ] || kill -CONT "$memc_pid" 2>/dev/null || true
+    memc_stop
 }
 
 # gw_field NAME LINE: the value of NAME=... in LINE (empty if absent)

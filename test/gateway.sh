@@ -42,13 +42,7 @@ $cc $strict -O2 -g -o "$build/gw_load" "$root/bench/gw_load.c" -pthread
 # shellcheck disable=SC2086
 $cc $strict $san -o "$build/gw_lf.asan" "$root/bench/gw_lf.c" $urcu -pthread
 
-cleanup() {
-    [ -z "${load_pid:-}" ] || kill "$load_pid" 2>/dev/null || true
-    [ -z "${gw_pid:-}" ] || kill -KILL "$gw_pid" 2>/dev/null || true
-    [ -z "${memc_pid:-}" ] || kill -CONT "$memc_pid" 2>/dev/null || true
-    memc_stop
-}
-trap cleanup EXIT INT TERM
+trap gw_cleanup EXIT INT TERM
 
 fail() {
     echo "gateway: $bin: $*" >&2

@@ -1710,13 +1710,20 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
  * with cancellation off), so c is withdrawn, and the thread's current context is
  * the one of the join this one was nested in again (whose cleanup runs next, if the
  * thread was inside a handler that join dispatched). */
+/* A hybrid join is over (returned or cancelled): the thread's nesting is the outer
+ * join's again. */
+static inline void lf__bound_unnest(const lf__bound_guard *g)
+{
+    lf__bound_self = g->outer;
+    lf__bound_until = g->outer_until;
+    lf__bound_depth--;
+}
+
 static inline void lf__bound_join_reactor_cancelled(void *arg)
 {
     lf__bound_guard *g = (lf__bound_guard *)arg;
     lf__bound_abandon(g->b, g->c);
-    lf__bound_self = g->outer;
-    lf__bound_until = g->outer_until;
-    lf__bound_depth--;
+    lf__bound_unnest(g);
 }
 
 /* The turns of a hybrid join (its own function: the cleanup is pushed around it). */
@@ -1777,9 +1784,7 @@ static inline void lf__bound_join_deep_cancelled(void *arg)
 {
     lf__bound_guard *g = (lf__bound_guard *)arg;
     lf__bound_join_cancelled(arg);
-    lf__bound_self = g->outer;
-    lf__bound_until = g->outer_until;
-    lf__bound_depth--;
+    lf__bound_unnest(g);
 }
 
 /* lf_bound_join in hybrid mode: turn the reactor until c's result is in; at the
@@ -1808,9 +1813,7 @@ static inline int lf__bound_join_reactor(lf_bound *b, lf_bound_ctx *c,
         lf__bound_turn_until(&g);
         LF__CLEANUP_POP(0);
     }
-    lf__bound_depth--;
-    lf__bound_until = g.outer_until;
-    lf__bound_self = g.outer;
+    lf__bound_unnest(&g);
     return g.rc;
 }
 

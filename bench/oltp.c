@@ -599,6 +599,7 @@ static struct {
     long long deadline_ns;
     _Atomic unsigned rr;
     counter calls, ok, f_reset, f_timeout, f_other, no_backend, closed, clients, deferred;
+    counter send_timeouts; /* calls whose send timed out: nothing of it was written */
     counter retried; /* connections found failed before the request went out */
     _Atomic unsigned max_nest;
     /* -R */
@@ -710,8 +711,12 @@ static int fe_forward(const unsigned char *req, unsigned char *reply)
     lf_deadline_in(&dl, fe.deadline_ns);
     note_max(&fe.max_nest, ++fe_depth);
     if ((rc = lf_bound_send(&m->b, f, FRAME)) != 0) {
-        /* the send failed the connection, which completed ctx already (cancel: in
-         * case it did not); collect it without waiting */
+        /* the send failed the connection, which completed ctx already, or (nested in
+         * a handler that a call's join dispatched) it waited past that join's deadline,
+         * which it inherits, and wrote nothing: cancel in case ctx is not complete,
+         * and collect it without waiting */
+        if (rc == ETIMEDOUT)
+            count(&fe.send_timeouts);
         (void)lf_bound_cancel(&m->b, &ctx);
         (void)lf_bound_join(&m->b, &ctx, NULL);
     } else {
@@ -1163,7 +1168,7 @@ static int frontend_main(int argc, char **argv)
                 "tm_started=%llu tm_fired=%llu tm_rearmed=%llu tm_cancel_ok=%llu "
                 "tm_cancel_none=%llu ticks=%llu tick_expected=%lld max_inflight=%u "
                 "breaks=%llu retires=%llu reopens=%llu reopen_failed=%llu d_calls=%llu d_ok=%llu "
-                "d_reset=%llu d_timeout=%llu d_no_backend=%llu d_other=%llu",
+                "d_reset=%llu d_timeout=%llu d_no_backend=%llu d_other=%llu send_timeouts=%llu",
                 get(&fe.retried), get(&fe.notes[NOTE_RESET]), get(&fe.notes[NOTE_TIMEOUT]),
                 get(&fe.notes[NOTE_NO_BACKEND]), get(&fe.notes[NOTE_OTHER]),
                 get(&fe.notes[NOTE_IDLE]), get(&fe.note_lost), get(&fe.reply_lost),
@@ -1174,7 +1179,7 @@ static int frontend_main(int argc, char **argv)
                 get(&fe.breaks), get(&fe.retires), get(&fe.reopens), get(&fe.reopen_failed),
                 get(&fe.d_calls), get(&fe.d_ok), get(&fe.d_fail[NOTE_RESET]),
                 get(&fe.d_fail[NOTE_TIMEOUT]), get(&fe.d_fail[NOTE_NO_BACKEND]),
-                get(&fe.d_fail[NOTE_OTHER]));
+                get(&fe.d_fail[NOTE_OTHER]), get(&fe.send_timeouts));
     fprintf(stderr, "\n");
     fflush(stderr);
 

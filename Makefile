@@ -137,7 +137,9 @@ $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(VARIANTS_pool_$m),\
 FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc,--wrap=fcntl,--wrap=fstat
 RACE_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=realloc,--wrap=epoll_ctl
 wrap_of = $(if $(filter t_reactor_fault,$1),$(FAULT_WRAP),$(if $(filter t_reactor_race,$1),$(RACE_WRAP)))
-$(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(REACTOR_TESTS))),\
+# (t_reactor_defer checks the opt-in LF_DEFER_NS: below; without it, only the full run)
+MATRIX_REACTOR_TESTS := $(if $(filter 1,$(FULL)),$(REACTOR_TESTS),$(filter-out t_reactor_defer,$(REACTOR_TESTS)))
+$(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(MATRIX_REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(MATRIX_REACTOR_TESTS))),\
   $(foreach v,$(VARIANTS_reactor_$m),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(call wrap_of,$t))))))
 
 # liburcu's bp flavour (LF_RCU_BP): the lifecycle test, whose fork part then forks
@@ -162,6 +164,16 @@ TAKEOVER_TESTS := t_pool_takeover t_pool_stress
 $(foreach t,$(TAKEOVER_TESTS),$(foreach v,$(VARIANTS_pool_plain),\
   $(eval $(call run_check,plain,$t,$v-TAKEOVER,-DLF_TAKEOVER=1))))
 $(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(eval $(call run_check,plain,t_reactor_stress,LIFO+EPOLL+TAKEOVER,-DLF_TAKEOVER=1 $(URCU_LIBS))))
+# LF_DEFER_NS (lf.h, DEFERRAL; opt-in): its test on LIFO+epoll (plain and TSan),
+# HEAP+epoll (the priority rule) and LF_PORTABLE (the pthread synchronizer), and the
+# stress, blocking, cancellation and shutdown tests on LIFO+epoll, plain.
+DEFER_NS := -DLF_DEFER_NS=1000000
+$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(foreach t,t_reactor_defer t_reactor_stress t_reactor_lifecycle t_reactor_cancel t_reactor_shutdown,\
+  $(eval $(call run_check,plain,$t,LIFO+EPOLL+DEFER,$(DEFER_NS) $(URCU_LIBS)))))
+$(if $(filter tsan,$(MODES)),$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),\
+  $(eval $(call run_check,tsan,t_reactor_defer,LIFO+EPOLL+DEFER,$(DEFER_NS) $(URCU_LIBS)))))
+$(if $(filter HEAP+EPOLL,$(REACTOR_VARIANTS)),$(eval $(call run_check,plain,t_reactor_defer,HEAP+EPOLL+DEFER,$(DEFER_NS) $(URCU_LIBS))))
+$(eval $(call run_check,plain,t_reactor_defer,LIFO+POLL+PORTABLE+DEFER,-DLF_PORTABLE $(DEFER_NS) $(URCU_LIBS)))
 # and under TSan, the takeover's lock-free claim of a promotion (LIFO-FUTEX)
 $(if $(filter tsan,$(MODES)),$(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(foreach t,$(TAKEOVER_TESTS),\
   $(eval $(call run_check,tsan,$t,LIFO-FUTEX-TAKEOVER,-DLF_TAKEOVER=1)))))

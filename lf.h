@@ -62,6 +62,8 @@
  *                SCHED_OTHER thread as SCHED_BATCH while it is joined (see SCHEDULING:
  *                what that costs, and what inherits it); 1 also makes LF_TAKEOVER's
  *                default 1.
+ *   LF_DEFER_NS  0 (default: off) or up to 1000000000, opt-in: the longest a deferred
+ *                promotion leaves its follower asleep (see DEFERRAL; 1000000 is 1 ms).
  *   LF_PORTABLE  use only POSIX facilities, also on Linux: the paths a BSD, macOS or
  *                RTOS build takes (lf_reactor.h: pipe wake-ups, poll by default, no
  *                signalfd), so that Linux can test them.
@@ -210,6 +212,32 @@
  *   Together: when a handler blocks or runs long, the follower it promoted runs and
  *   leads, as the pattern promises; the price is one futex wake per promotion.
  *
+ * DEFERRAL (LF_DEFER_NS > 0, opt-in; for lf_reactor_run's pool only)
+ *   The futex wake per promotion can be put off while the promoter holds only young
+ *   work, and spared when the promoter comes back first:
+ *   - While a pool is busy (lf_pool_join promoted for such a source within the last
+ *     2 x LF_DEFER_NS), the follower next in line parks with a tick, LF_DEFER_NS from
+ *     when it parks; the others park until woken. An idle pool has no ticks, and a
+ *     busy one the ticks of about one follower.
+ *   - When the source says what the leader holds is young (lf_reactor.h: nothing
+ *     harvested left and nothing queued, or a harvest younger than
+ *     LF_REACTOR_BACKLOG_NS), a promotion to a follower parked with a tick posts the
+ *     promotion and does not wake it (stats.deferred).
+ *   - Whoever asks to lead first takes a deferred promotion: the promoter back from
+ *     its handler (whatever LF_TAKEOVER says: a deferred follower was never woken, so
+ *     nothing is wasted), another thread, or the follower itself at its tick
+ *     (stats.tick_leads: the handler ran longer than the tick). A thread that may not
+ *     take it (HEAP: of lower priority; or the follower has a notification pending)
+ *     wakes it instead, and so do lf_pool_shutdown and lf_pool_notify.
+ *   So a handler that blocks leaves the handles unwatched for LF_DEFER_NS at most
+ *   (plus the follower's scheduling delay), not for the whole handler, and a backlog
+ *   older than LF_REACTOR_BACKLOG_NS still wakes a follower at once to share it.
+ *   Measured beside its peers (bench/README.md, "Promotion without SCHED_BATCH"):
+ *   context switches per request 1.3x (10 us of work per request) to 4x fewer,
+ *   requests/s 0.98x to 1.09x the strict hand-off's on a quiet machine and 1.0x to
+ *   1.3x beside a CPU-bound process, but a longer p99.9 on a quiet machine (1.8 to
+ *   2.1 ms against 0.4 to 1.5): which is why it is not the default yet.
+ *
  * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
  *   Bounded, when stats.prio_inherit is 1:
  *   - The wait for the pool's lock. Every lf_pool_* call takes it; a thread blocked
@@ -335,6 +363,12 @@
 #endif
 #if LF_TAKEOVER != 0 && LF_TAKEOVER != 1
 #error "lf.h: LF_TAKEOVER must be 0 or 1"
+#endif
+#ifndef LF_DEFER_NS
+#define LF_DEFER_NS 0 /* DEFERRAL (opt-in): a deferred promotion's wake-up comes at most this late */
+#endif
+#if LF_DEFER_NS < 0 || LF_DEFER_NS > 1000000000
+#error "lf.h: LF_DEFER_NS must be 0 (no deferral) .. 1000000000"
 #endif
 #if LF_SCHED_BATCH && !defined(__linux__)
 #error "lf.h: LF_SCHED_BATCH needs Linux"
@@ -542,6 +576,14 @@ struct lf_pool_stats {
                                            * it; see REAL TIME), 0: a plain lock */
     unsigned long long cancelled;         /* threads cancelled inside lf_pool_lead or
                                            * lf_pool_join (see CANCELLATION) */
+    unsigned long long deferred;          /* promotions whose wake-up was left to the
+                                           * follower's tick (DEFERRAL): counted in
+                                           * promotions too */
+    unsigned long long ticks;             /* ticks of a parked follower that found
+                                           * nothing to do */
+    unsigned long long tick_leads;        /* deferred promotions taken up at the tick:
+                                           * the promoter was away longer than
+                                           * LF_DEFER_NS */
 };
 
 /* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
@@ -574,6 +616,7 @@ struct LF__CFG(lf_follower) {
     /* private */
     int lf__role;                 /* LF__NONE..LF__PROCESSING, under the pool lock */
     int lf__notified;             /* lf_pool_notify not yet reported, under the pool lock */
+    int lf__timed;                /* parked with a tick (DEFERRAL), under the pool lock */
     LF__ATOMIC(uint32_t) lf__word; /* LF__WAITING, LF__WAKE_*, LF__LEADING */
     const lf_source *lf__src;      /* the source this thread will wait on as leader */
 #if LF_PROMOTE == LF_PROMOTE_LIFO || LF_PROMOTE == LF_PROMOTE_FIFO
@@ -592,6 +635,9 @@ struct LF__CFG(lf_pool) {
     pthread_mutex_t lf__lock;
     lf_follower *lf__leader; /* NULL: the slot is vacant */
     LF__ATOMIC(int) lf__shutdown;
+    int lf__deferred;       /* the leader was promoted and not woken (DEFERRAL) */
+    long long lf__busy_ns;  /* the last promotion lf_pool_join made for a source
+                             * that defers: the pool is busy (DEFERRAL) */
     unsigned lf__followers, lf__processing, lf__joined;
     struct lf_pool_stats lf__stats; /* counters and prio_inherit; the role counts are
                                      * filled in by lf_pool_stats */
@@ -1044,6 +1090,12 @@ static inline lf_follower *lf__set_pop(lf_pool *p)
     return f;
 }
 
+/* The follower a promotion would take now (NULL: none). */
+static inline lf_follower *lf__set_front(lf_pool *p)
+{
+    return p->lf__first;
+}
+
 #endif
 /* ------------------------------------------------------------------ >>heap policy
  * Followers in the intrusive heap: highest priority first, then lowest arrival
@@ -1094,6 +1146,11 @@ static inline lf_follower *lf__set_pop(lf_pool *p)
         return NULL;
     lf__heap_remove(&p->lf__heap, n);
     return LF__FOLLOWER_OF(n);
+}
+
+static inline lf_follower *lf__set_front(lf_pool *p)
+{
+    return p->lf__heap.root ? LF__FOLLOWER_OF(p->lf__heap.root) : NULL;
 }
 
 #endif
@@ -1155,6 +1212,7 @@ static inline int lf_follower_init(lf_follower *f, int priority)
     f->priority = priority;
     f->lf__role = LF__NONE;
     f->lf__notified = 0;
+    f->lf__timed = 0;
     f->lf__src = NULL;
     lf__store(&f->lf__word, (uint32_t)LF__WAITING, relaxed);
     return lf__sync_init(f);
@@ -1210,10 +1268,13 @@ static inline int lf_pool_init(lf_pool *p)
 #endif
     p->lf__leader = NULL;
     lf__store(&p->lf__shutdown, 0, relaxed);
+    p->lf__deferred = 0;
+    p->lf__busy_ns = 0;
     p->lf__followers = p->lf__processing = p->lf__joined = 0;
     p->lf__stats.promotions = p->lf__stats.promotions_vacant = 0;
     p->lf__stats.leads = p->lf__stats.timeouts = p->lf__stats.dispatch_errors = 0;
     p->lf__stats.notifications = p->lf__stats.takeovers = p->lf__stats.cancelled = 0;
+    p->lf__stats.deferred = p->lf__stats.ticks = p->lf__stats.tick_leads = 0;
     p->lf__stats.leader = p->lf__stats.followers = 0;
     p->lf__stats.processing = p->lf__stats.joined = 0;
     p->lf__stats.prio_inherit = inherits;
@@ -1242,10 +1303,25 @@ static inline int lf_pool_destroy(lf_pool *p)
 /* A macro, not a function: static analysers then see the NULL checks at each use. */
 #define lf__args_ok(p, f) ((p) != NULL && (f) != NULL && (p)->lf__tag == LF__TAG)
 
-/* The slot is being given up by its leader (lock held). Hand it to the next follower
- * in policy order, or leave it vacant. Returns the follower to wake after unlock. */
-static inline lf_follower *lf__handoff(lf_pool *p)
+/* How a hand-off may wake its follower (DEFERRAL): at once; at once, but the pool is
+ * busy (lf_pool_join, for a source that defers); or at its tick, if it has one. */
+enum { LF__AT_ONCE = 0, LF__BUSY, LF__MAY_DEFER };
+
+static inline long long lf__mono_ns(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return lf__ts_ns(&ts);
+}
+
+/* The slot is being given up by its leader (lock held). Hand it to the next follower
+ * in policy order, or leave it vacant. Returns the follower to wake after unlock
+ * (NULL: nobody, or the wake-up is deferred to the follower's tick). */
+static inline lf_follower *lf__handoff_as(lf_pool *p, int how)
+{
+    p->lf__deferred = 0;
+    if (LF_DEFER_NS && how != LF__AT_ONCE)
+        p->lf__busy_ns = lf__mono_ns();
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
     p->lf__leader = NULL;
     /* after shutdown the broadcast already released everybody: nothing to hand on */
@@ -1269,9 +1345,21 @@ static inline lf_follower *lf__handoff(lf_pool *p)
     p->lf__stats.promotions++;
     p->lf__stats.leads++;
     next->lf__role = LF__LEADER;
+    if (LF_DEFER_NS && how == LF__MAY_DEFER && next->lf__timed) {
+        /* its tick wakes it; whoever asks to lead first takes the slot (lf__lead) */
+        lf__store(&next->lf__word, (uint32_t)LF__WAKE_LEAD, release);
+        p->lf__deferred = 1;
+        p->lf__stats.deferred++;
+        return NULL;
+    }
     lf__post_locked(next, LF__WAKE_LEAD); /* last touch of next under the lock */
     return next;
 #endif
+}
+
+static inline lf_follower *lf__handoff(lf_pool *p)
+{
+    return lf__handoff_as(p, LF__AT_ONCE);
 }
 
 /* A cleanup handler pushed and popped around a wait. glibc's pthread_cleanup_push
@@ -1421,6 +1509,52 @@ static inline int lf__park_guarded(lf_pool *p, lf_follower *f, const struct time
 }
 #endif
 
+#if LF_PROMOTE != LF_PROMOTE_CONDVAR
+/* Lock held, f in the set and about to park: how long (DEFERRAL). While the pool is
+ * busy, the follower next in line parks with a tick, LF_DEFER_NS from now, and says
+ * so in f->lf__timed: only such a follower's wake-up may be deferred, since its tick
+ * bounds the delay. Everybody else, and every follower of an idle pool, parks until
+ * woken (or its own deadline); one passed over since re-decides at its tick, so the
+ * ticks of a busy pool come from one follower, and an idle pool has none. Returns
+ * what to park until. */
+static inline const struct timespec *lf__tick(lf_pool *p, lf_follower *f,
+                                              const struct timespec *deadline,
+                                              struct timespec *tick)
+{
+    long long now, at;
+    f->lf__timed = 0;
+    if (!LF_DEFER_NS || p->lf__busy_ns == 0 || lf__set_front(p) != f)
+        return deadline;
+    now = lf__mono_ns();
+    if (now - p->lf__busy_ns >= 2LL * LF_DEFER_NS)
+        return deadline; /* no promotion for two ticks: idle */
+    at = now + LF_DEFER_NS;
+    if (deadline != NULL && lf__ts_ns(deadline) <= at)
+        return deadline;
+    tick->tv_sec = (time_t)(at / 1000000000LL);
+    tick->tv_nsec = (long)(at % 1000000000LL);
+    f->lf__timed = 1;
+    return tick;
+}
+
+/* Lock held: a leader whose wake-up was deferred is needed now (a shutdown, a
+ * notification for it, a thread that may not take its promotion over): wake it. */
+static inline void lf__undefer(lf_pool *p)
+{
+    lf_follower *g = p->lf__leader;
+    if (!p->lf__deferred)
+        return;
+    p->lf__deferred = 0;
+    if (g != NULL && lf__load(&g->lf__word, relaxed) == LF__WAKE_LEAD) {
+#if LF_SYNC == LF_SYNC_PTHREAD
+        pthread_cond_signal(&g->lf__cond);
+#else
+        lf__post_unlocked(g); /* under the lock: not a hot path */
+#endif
+    }
+}
+#endif
+
 /* Wait as a follower until promoted (0), shut down (ECANCELED) or out of time
  * (ETIMEDOUT). Entered with the lock held and the slot taken; returns unlocked. */
 static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *deadline)
@@ -1474,9 +1608,17 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
 #else
     lf__store(&f->lf__word, (uint32_t)LF__WAITING, relaxed);
     lf__set_push(p, f);
-    if (lf__park_guarded(p, f, deadline) == ETIMEDOUT) {
+    for (;;) {
+        struct timespec tick;
+        const struct timespec *until = lf__tick(p, f, deadline, &tick);
+        if (lf__park_guarded(p, f, until) != ETIMEDOUT)
+            break;
         /* lock held: the verdict is final now. Still waiting means nobody chose us. */
         if (lf__load(&f->lf__word, relaxed) == LF__WAITING) {
+            if (until != deadline) { /* our tick, not our deadline: park again */
+                p->lf__stats.ticks++;
+                continue;
+            }
             lf__set_remove(p, f);
             p->lf__followers--;
             f->lf__role = LF__NONE;
@@ -1484,10 +1626,17 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
             pthread_mutex_unlock(&p->lf__lock);
             return ETIMEDOUT;
         }
-        /* promoted at the last moment: claim it while the lock keeps takeovers out */
-        if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD)
+        /* promoted at the last moment, or deferred to this tick: claim it while the
+         * lock keeps takeovers out */
+        if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD) {
             lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
+            if (p->lf__deferred && p->lf__leader == f) {
+                p->lf__deferred = 0;
+                p->lf__stats.tick_leads++;
+            }
+        }
         pthread_mutex_unlock(&p->lf__lock);
+        break;
     }
     /* the promoter, lf_pool_notify or lf_pool_shutdown set our role before posting the
      * verdict */
@@ -1523,6 +1672,7 @@ static inline int lf__takeover(lf_pool *p, lf_follower *f)
     lf__set_putback(p, g);
     p->lf__followers++;
     p->lf__stats.takeovers++;
+    p->lf__deferred = 0;
     p->lf__leader = f;
     f->lf__role = LF__LEADER; /* (leads: g's promotion counted it already) */
     return 1;
@@ -1573,10 +1723,12 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
         return 0;
     }
 #if LF_PROMOTE != LF_PROMOTE_CONDVAR
-    if (LF_TAKEOVER && back && lf__takeover(p, f)) {
+    /* a deferred promotion (DEFERRAL) is anybody's: its follower has not been woken */
+    if (((LF_TAKEOVER && back) || p->lf__deferred) && lf__takeover(p, f)) {
         pthread_mutex_unlock(&p->lf__lock);
         return 0;
     }
+    lf__undefer(p); /* not ours to take: do not leave it to its tick */
 #endif
     if (try_only) {
         pthread_mutex_unlock(&p->lf__lock);
@@ -1598,8 +1750,7 @@ static inline int lf_pool_try_lead(lf_pool *p, lf_follower *f)
     return lf__lead(p, f, NULL, NULL, 1);
 }
 
-/* Contract: the leader only (EPERM otherwise). Never blocks. */
-static inline int lf_pool_promote(lf_pool *p, lf_follower *f)
+static inline int lf__promote(lf_pool *p, lf_follower *f, int how)
 {
     lf_follower *next;
 
@@ -1612,11 +1763,17 @@ static inline int lf_pool_promote(lf_pool *p, lf_follower *f)
     }
     f->lf__role = LF__PROCESSING;
     p->lf__processing++;
-    next = lf__handoff(p);
+    next = lf__handoff_as(p, how);
     pthread_mutex_unlock(&p->lf__lock);
     if (next)
         lf__post_unlocked(next);
     return 0;
+}
+
+/* Contract: the leader only (EPERM otherwise). Never blocks. */
+static inline int lf_pool_promote(lf_pool *p, lf_follower *f)
+{
+    return lf__promote(p, f, LF__AT_ONCE);
 }
 
 /* Contract: the thread that owns f, in any role but parked follower. Never blocks. */
@@ -1663,6 +1820,8 @@ static inline int lf_pool_notify(lf_pool *p, lf_follower *f)
 #else
     if (f->lf__role != LF__FOLLOWER) {
         f->lf__notified = 1; /* not parked: its next lead or join reports it */
+        if (p->lf__leader == f)
+            lf__undefer(p); /* promoted but asleep: let it run and see it */
         pthread_mutex_unlock(&p->lf__lock);
         return EBUSY;
     }
@@ -1705,6 +1864,7 @@ static inline int lf_pool_shutdown(lf_pool *p)
         lf__post_locked(f, LF__WAKE_SHUTDOWN);
         lf__post_unlocked(f); /* under the lock here: shutdown is not a hot path */
     }
+    lf__undefer(p); /* a leader promoted but asleep: it sees the flag when it runs */
 #endif
     if (p->lf__leader && p->lf__leader->lf__src && p->lf__leader->lf__src->interrupt) {
         /* under the lock: a cancellation point in it (a write to a wake-up descriptor)
@@ -1761,6 +1921,7 @@ typedef struct LF__CFG(lf__join_guard) {
     lf_pool *p;
     lf_follower *f;
     const lf_source *s;
+    int (*defer)(void *ctx); /* DEFERRAL: may a promotion's wake-up wait (NULL: never) */
     const struct timespec *deadline;
     int batch;
     int rc;
@@ -1815,7 +1976,8 @@ static inline void lf__join_loop(lf__join_guard *j)
             }
             break;
         }
-        lf_pool_promote(p, f);
+        lf__promote(p, f, j->defer == NULL ? LF__AT_ONCE
+                                           : j->defer(s->ctx) ? LF__MAY_DEFER : LF__BUSY);
         if (s->dispatch(s->ctx, &ev) != 0) {
             pthread_mutex_lock(&p->lf__lock);
             p->lf__stats.dispatch_errors++;
@@ -1841,8 +2003,10 @@ static inline void lf__join_loop(lf__join_guard *j)
 
 /* Contract: any thread with its own follower record; s must outlive the call.
  * See the doc block for the loop and its results. */
-static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
-                               const struct timespec *deadline)
+/* lf_pool_join, with the DEFERRAL hook of a source that can say whether what it holds
+ * is young (lf_reactor.h's; not public yet: the hook may change). */
+static inline int lf__pool_join_as(lf_pool *p, lf_follower *f, const lf_source *s,
+                                   const struct timespec *deadline, int (*defer)(void *ctx))
 {
     lf__join_guard j;
 
@@ -1859,6 +2023,7 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
     j.p = p;
     j.f = f;
     j.s = s;
+    j.defer = defer;
     j.deadline = deadline;
     j.batch = lf__sched_batch();
     j.rc = 0;
@@ -1871,6 +2036,12 @@ static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
     p->lf__joined--;
     pthread_mutex_unlock(&p->lf__lock);
     return j.rc;
+}
+
+static inline int lf_pool_join(lf_pool *p, lf_follower *f, const lf_source *s,
+                               const struct timespec *deadline)
+{
+    return lf__pool_join_as(p, f, s, deadline, NULL);
 }
 
 /* The *_stats functions share their names with their structs, as stat() does with

@@ -44,6 +44,10 @@
  *                        instead of liburcu-memb); see FORK.
  *   LF_REACTOR_BATCH     events the epoll leader harvests per epoll_wait and hands
  *                        out one per turn (default 64).
+ *   LF_REACTOR_BACKLOG_NS  with lf.h's LF_DEFER_NS (DEFERRAL there): harvested events
+ *                        older than this are a backlog, and lf_reactor_run's leader
+ *                        wakes the follower it promotes at once (default 50000,
+ *                        50 us); younger, the wake-up is deferred.
  *   LF_PROMOTE, LF_SYNC  as in lf.h (the reactor's pool).
  *
  * HANDLERS AND THEIR LIFE
@@ -543,6 +547,9 @@ void LF__RCU(call_rcu_after_fork_child)(void);
 #define LF__THREAD_LOCAL _Thread_local
 #endif
 
+#ifndef LF_REACTOR_BACKLOG_NS
+#define LF_REACTOR_BACKLOG_NS 50000 /* DEFERRAL: events held this long are a backlog */
+#endif
 #ifndef LF_REACTOR_BATCH
 #define LF_REACTOR_BATCH 64
 #endif
@@ -661,6 +668,7 @@ typedef struct LF__RCFG(lf__harvest) {
     int prefer_queue; /* alternates the ready queue and I/O */
     int drained;      /* this wait emptied the wake-up descriptor */
     int transient;    /* lives for one turn: never leave an event behind in it */
+    long long at_ns;  /* when the last wait that reported something returned */
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     int cap;
     struct epoll_event *ev;
@@ -2128,6 +2136,8 @@ static inline int lf__be_wait_guarded(lf_reactor *r, lf__harvest *hv, int ms, in
     LF__CLEANUP_PUSH(lf__wait_cancelled, &g);
     rc = lf__be_wait(r, hv, ms);
     LF__CLEANUP_POP(0);
+    if (rc == 0 && hv->i < hv->n)
+        hv->at_ns = lf__now_ns(); /* the age of what is in hand (lf__src_defer) */
     return rc;
 }
 
@@ -2312,6 +2322,19 @@ static inline int lf__src_dispatch(void *ctx, lf_event *ev)
 {
     lf__dispatch((lf_reactor *)ctx, ev);
     return 0;
+}
+
+/* DEFERRAL (lf.h): may the promotion after this wait leave its follower asleep, until
+ * its tick or until we are back? Yes while what we hold is young: nothing harvested
+ * and nothing queued, or a harvest younger than LF_REACTOR_BACKLOG_NS. Older, it is a
+ * backlog, and the follower wakes at once to share it. */
+static inline int lf__src_defer(void *ctx)
+{
+    lf_reactor *r = (lf_reactor *)ctx;
+    lf__harvest *hv = &r->lf__hv;
+    if (hv->i >= hv->n && !lf__queue_busy(r))
+        return 1;
+    return lf__now_ns() - hv->at_ns < LF_REACTOR_BACKLOG_NS;
 }
 
 /* Called by lf_pool_shutdown under the pool lock: must not block. Sticky. */
@@ -2787,7 +2810,7 @@ static inline void lf__run_loop(lf__entry_guard *g)
             rc = lf__turn(r, g->self, until, g->deadline);
         while (rc == 0 || rc == EINTR);
     } else {
-        rc = lf_pool_join(&r->pool, g->self, &r->src, g->deadline);
+        rc = lf__pool_join_as(&r->pool, g->self, &r->src, g->deadline, lf__src_defer);
     }
     g->rc = rc;
 }

@@ -161,14 +161,17 @@ $(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(eval $(call run_check,plain,t_pool_
 # pool's stress test in every pool variant of the run, and the reactor's stress test
 # on epoll, plain; the two pool tests under TSan as well.
 TAKEOVER_TESTS := t_pool_takeover t_pool_stress
-$(foreach t,$(TAKEOVER_TESTS),$(foreach v,$(VARIANTS_pool_plain),\
-  $(eval $(call run_check,plain,$t,$v-TAKEOVER,-DLF_TAKEOVER=1))))
+$(foreach v,$(VARIANTS_pool_plain),$(eval $(call run_check,plain,t_pool_takeover,$v-TAKEOVER,-DLF_TAKEOVER=1)))
+$(foreach v,$(if $(filter 1,$(FULL)),$(VARIANTS_pool_plain),$(filter LIFO-FUTEX CONDVAR,$(VARIANTS_pool_plain))),\
+  $(eval $(call run_check,plain,t_pool_stress,$v-TAKEOVER,-DLF_TAKEOVER=1)))
 $(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(eval $(call run_check,plain,t_reactor_stress,LIFO+EPOLL+TAKEOVER,-DLF_TAKEOVER=1 $(URCU_LIBS))))
 # LF_DEFER_NS (lf.h, DEFERRAL; opt-in): its test on LIFO+epoll (plain and TSan),
 # HEAP+epoll (the priority rule) and LF_PORTABLE (the pthread synchronizer), and the
-# stress, blocking, cancellation and shutdown tests on LIFO+epoll, plain.
+# stress test on LIFO+epoll, plain; the full run adds the blocking, cancellation and
+# shutdown tests.
 DEFER_NS := -DLF_DEFER_NS=1000000
-$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(foreach t,t_reactor_defer t_reactor_stress t_reactor_lifecycle t_reactor_cancel t_reactor_shutdown,\
+DEFER_TESTS := t_reactor_defer t_reactor_stress $(if $(filter 1,$(FULL)),t_reactor_lifecycle t_reactor_cancel t_reactor_shutdown)
+$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(foreach t,$(DEFER_TESTS),\
   $(eval $(call run_check,plain,$t,LIFO+EPOLL+DEFER,$(DEFER_NS) $(URCU_LIBS)))))
 $(if $(filter tsan,$(MODES)),$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),\
   $(eval $(call run_check,tsan,t_reactor_defer,LIFO+EPOLL+DEFER,$(DEFER_NS) $(URCU_LIBS)))))
@@ -181,7 +184,7 @@ $(if $(filter tsan,$(MODES)),$(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(foreac
 # LF_PORTABLE: the paths a BSD, macOS or RTOS build takes (pipe wake-ups, poll,
 # LF_SYNC_PTHREAD, no signalfd), on Linux: every reactor test but the fault schedule
 # (written for the Linux calls), and the lf_bound tests, plain.
-$(foreach t,$(filter-out t_reactor_fault,$(REACTOR_TESTS)),\
+$(foreach t,$(filter-out t_reactor_fault,$(MATRIX_REACTOR_TESTS)),\
   $(eval $(call run_check,plain,$t,LIFO+POLL+PORTABLE,-DLF_PORTABLE $(URCU_LIBS) $(call wrap_of,$t))))
 $(foreach t,$(filter t_bound_%,$(POOL_TESTS)),\
   $(eval $(call run_check,plain,$t,LIFO-PTHREAD-PORTABLE,-DLF_PORTABLE)))

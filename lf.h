@@ -64,6 +64,7 @@
  *                default 1.
  *   LF_DEFER_NS  0 (default: off) or up to 1000000000, opt-in: the longest a deferred
  *                promotion leaves its follower asleep (see DEFERRAL; 1000000 is 1 ms).
+ *                It acts in lf_reactor_run's pool only (lf_pool_join never defers).
  *   LF_PORTABLE  use only POSIX facilities, also on Linux: the paths a BSD, macOS or
  *                RTOS build takes (lf_reactor.h: pipe wake-ups, poll by default, no
  *                signalfd), so that Linux can test them.
@@ -105,7 +106,7 @@
  *       EINVAL: bad arguments, or f already leads or follows.
  *   int lf_pool_try_lead(lf_pool *p, lf_follower *f)
  *       lf_pool_lead that never follows: 0 if the slot was vacant (the caller leads
- *       now, also when it takes over a promotion: see SCHEDULING), EBUSY if somebody
+ *       now, also when it takes over a promotion: see SCHEDULING and DEFERRAL), EBUSY if somebody
  *       leads (or it is promised to a parked follower that runs already); EINTR,
  *       ECANCELED, EINVAL as lf_pool_lead. For a thread that has something else to
  *       wait for and would take the leader's work only when nobody does it.
@@ -195,7 +196,8 @@
  *     compare-and-swap on the follower's word, so exactly one of the two leads.
  *     Counted in stats.takeovers. HEAP takes over only from a follower of equal or
  *     lower priority; a follower with a notification pending is left alone; a
- *     thread new to the pool (not back from processing) never takes over.
+ *     thread new to the pool (not back from processing) never takes over (a
+ *     deferred promotion, DEFERRAL below, is the exception: anybody takes it).
  *     Why only with SCHED_BATCH: there a woken follower does not preempt, so a short
  *     handler usually ends before its follower runs, the promoter leads again, and
  *     the follower's wake-up is withdrawn before it costs a switch. Under
@@ -228,7 +230,9 @@
  *     nothing is wasted), another thread, or the follower itself at its tick
  *     (stats.tick_leads: the handler ran longer than the tick). A thread that may not
  *     take it (HEAP: of lower priority; or the follower has a notification pending)
- *     wakes it instead, and so do lf_pool_shutdown and lf_pool_notify.
+ *     wakes it instead, and so do lf_pool_shutdown, lf_pool_notify and a promoter
+ *     that leaves instead of coming back. lf_pool_try_lead takes it too (0, not
+ *     EBUSY). HEAP never defers to a follower of higher priority than the promoter.
  *   So a handler that blocks leaves the handles unwatched for LF_DEFER_NS at most
  *   (plus the follower's scheduling delay), not for the whole handler, and a backlog
  *   older than LF_REACTOR_BACKLOG_NS still wakes a follower at once to share it.
@@ -583,7 +587,7 @@ struct lf_pool_stats {
                                            * nothing to do */
     unsigned long long tick_leads;        /* deferred promotions taken up at the tick:
                                            * the promoter was away longer than
-                                           * LF_DEFER_NS */
+                                           * what was left of the tick */
 };
 
 /* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
@@ -1320,7 +1324,7 @@ static inline long long lf__mono_ns(void)
 static inline lf_follower *lf__handoff_as(lf_pool *p, int how)
 {
     p->lf__deferred = 0;
-    if (LF_DEFER_NS && how != LF__AT_ONCE)
+    if (LF_DEFER_NS && LF_PROMOTE != LF_PROMOTE_CONDVAR && how != LF__AT_ONCE)
         p->lf__busy_ns = lf__mono_ns();
 #if LF_PROMOTE == LF_PROMOTE_CONDVAR
     p->lf__leader = NULL;
@@ -1553,6 +1557,11 @@ static inline void lf__undefer(lf_pool *p)
 #endif
     }
 }
+#else
+static inline void lf__undefer(lf_pool *p)
+{
+    (void)p; /* CONDVAR defers nothing */
+}
 #endif
 
 /* Wait as a follower until promoted (0), shut down (ECANCELED) or out of time
@@ -1697,6 +1706,8 @@ static inline int lf__lead(lf_pool *p, lf_follower *f, const lf_source *src,
     }
     if (f->lf__notified) { /* it came while we were not parked: report it now */
         f->lf__notified = 0;
+        if (back)
+            lf__undefer(p); /* we will not be the one to take it */
         pthread_mutex_unlock(&p->lf__lock);
         return EINTR;
     }
@@ -1763,6 +1774,11 @@ static inline int lf__promote(lf_pool *p, lf_follower *f, int how)
     }
     f->lf__role = LF__PROCESSING;
     p->lf__processing++;
+#if LF_PROMOTE == LF_PROMOTE_HEAP
+    /* a follower of higher priority is not left asleep behind us (REAL TIME) */
+    if (how == LF__MAY_DEFER && lf__set_front(p) && lf__set_front(p)->priority > f->priority)
+        how = LF__BUSY;
+#endif
     next = lf__handoff_as(p, how);
     pthread_mutex_unlock(&p->lf__lock);
     if (next)
@@ -1793,6 +1809,7 @@ static inline int lf_pool_leave(lf_pool *p, lf_follower *f)
         next = lf__handoff(p);
     } else if (f->lf__role == LF__PROCESSING) {
         p->lf__processing--;
+        lf__undefer(p); /* a promoter that will not be back to take it */
     }
     f->lf__role = LF__NONE;
     pthread_mutex_unlock(&p->lf__lock);
@@ -1939,6 +1956,7 @@ static inline void lf__join_cancelled(void *arg)
         next = lf__handoff(p);
     } else if (f->lf__role == LF__PROCESSING) {
         p->lf__processing--;
+        lf__undefer(p);
     }
     if (f->lf__role != LF__NONE) /* (a parked follower was counted by lf__unpark) */
         p->lf__stats.cancelled++;

@@ -44,10 +44,12 @@
  *                        instead of liburcu-memb); see FORK.
  *   LF_REACTOR_BATCH     events the epoll leader harvests per epoll_wait and hands
  *                        out one per turn (default 64).
- *   LF_REACTOR_BACKLOG_NS  with lf.h's LF_DEFER_NS (DEFERRAL there): harvested events
- *                        older than this are a backlog, and lf_reactor_run's leader
- *                        wakes the follower it promotes at once (default 50000,
- *                        50 us); younger, the wake-up is deferred.
+ *   LF_REACTOR_BACKLOG_NS  with lf.h's LF_DEFER_NS (DEFERRAL there): events harvested
+ *                        (returned by the wait) longer ago than this are a backlog,
+ *                        and lf_reactor_run's leader wakes the follower it promotes at
+ *                        once (default 50000, 50 us); younger, the wake-up is
+ *                        deferred. (How long they waited in the kernel before the
+ *                        harvest is not known to it.)
  *   LF_PROMOTE, LF_SYNC  as in lf.h (the reactor's pool).
  *
  * HANDLERS AND THEIR LIFE
@@ -2136,7 +2138,7 @@ static inline int lf__be_wait_guarded(lf_reactor *r, lf__harvest *hv, int ms, in
     LF__CLEANUP_PUSH(lf__wait_cancelled, &g);
     rc = lf__be_wait(r, hv, ms);
     LF__CLEANUP_POP(0);
-    if (rc == 0 && hv->i < hv->n)
+    if (LF_DEFER_NS && rc == 0 && hv->i < hv->n)
         hv->at_ns = lf__now_ns(); /* the age of what is in hand (lf__src_defer) */
     return rc;
 }
@@ -2810,7 +2812,8 @@ static inline void lf__run_loop(lf__entry_guard *g)
             rc = lf__turn(r, g->self, until, g->deadline);
         while (rc == 0 || rc == EINTR);
     } else {
-        rc = lf__pool_join_as(&r->pool, g->self, &r->src, g->deadline, lf__src_defer);
+        rc = lf__pool_join_as(&r->pool, g->self, &r->src, g->deadline,
+                              LF_DEFER_NS ? lf__src_defer : NULL);
     }
     g->rc = rc;
 }

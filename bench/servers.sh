@@ -26,7 +26,8 @@
 # the same with a handler that always answers LF_KEEP (one epoll_ctl re-arm per
 # request); lf.oneshot.takeover the default built with LF_TAKEOVER=1 (a thread back
 # from processing takes over a promotion whose follower has not run yet: on by default
-# only with LF_SCHED_BATCH); lf.batch the default built with LF_SCHED_BATCH=1
+# only with LF_SCHED_BATCH); lf.oneshot.defer the default built with LF_DEFER_NS=1000000
+# (deferred promotions, opt-in); lf.batch the default built with LF_SCHED_BATCH=1
 # (the opt-in: joined threads run as SCHED_BATCH); ACE_TP_Reactor and
 # ACE_Dev_Poll_Reactor (libace-dev); boost.asio io_context::run on THREADS threads
 # (libboost-dev); the peers again under `chrt -b 0` (ace.devpoll.batch, asio.batch:
@@ -98,6 +99,7 @@ for p in LIFO FIFO HEAP CONDVAR; do
     done
 done
 $cc $cflags -DLF_TAKEOVER=1 -o "$build/srv_lf.takeover" "$here/srv_lf.c" $urcu -pthread
+$cc $cflags -DLF_DEFER_NS=1000000 -o "$build/srv_lf.defer" "$here/srv_lf.c" $urcu -pthread
 $cc $cflags -DLF_SCHED_BATCH=1 -o "$build/srv_lf.batch" "$here/srv_lf.c" $urcu -pthread
 for s in floor hshr tpc; do
     $cc $cflags -o "$build/srv_$s" "$here/srv_$s.c" -pthread
@@ -125,6 +127,7 @@ lf.1thread.epoll $build/srv_lf.LIFO.EPOLL -t 1
 lf.oneshot.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 2
 lf.keep.epoll $build/srv_lf.LIFO.EPOLL -t $threads -f 6
 lf.oneshot.takeover $build/srv_lf.takeover -t $threads -f 2
+lf.oneshot.defer $build/srv_lf.defer -t $threads -f 2
 lf.batch $build/srv_lf.batch -t $threads -f 2
 ace.tp $build/srv_ace_tp -t $threads
 ace.devpoll $build/srv_ace_dp -t $threads
@@ -232,7 +235,7 @@ table() {
     work_now=
 }
 # the core rows: lf's default and its variants, the peers, the baselines
-core="lf.oneshot.epoll lf.keep.epoll lf.oneshot.takeover lf.batch lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll ace.devpoll.batch asio asio.batch hshr tpc floor"
+core="lf.oneshot.epoll lf.keep.epoll lf.oneshot.takeover lf.oneshot.defer lf.batch lf.LIFO.epoll lf.1thread.epoll ace.tp ace.devpoll ace.devpoll.batch asio asio.batch hshr tpc floor"
 awk -v keep="$core" 'BEGIN { n = split(keep, k, " "); for (i = 1; i <= n; i++) want[k[i]] = 1 }
     want[$1]' "$rows" >"$rows.core"
 first=

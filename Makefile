@@ -182,9 +182,15 @@ $(if $(filter tsan,$(MODES)),$(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(foreac
   $(eval $(call run_check,tsan,$t,LIFO-FUTEX-TAKEOVER,-DLF_TAKEOVER=1)))))
 
 # LF_PORTABLE: the paths a BSD, macOS or RTOS build takes (pipe wake-ups, poll,
-# LF_SYNC_PTHREAD, no signalfd), on Linux: every reactor test but the fault schedule
-# (written for the Linux calls), and the lf_bound tests, plain.
-$(foreach t,$(filter-out t_reactor_fault,$(MATRIX_REACTOR_TESTS)),\
+# LF_SYNC_PTHREAD, no signalfd), on Linux, plain: in the full run every reactor test but
+# the fault schedule (written for the Linux calls); in make test the reactor tests that
+# lean on what LF_PORTABLE changes (the wake-up pipe, signals without signalfd, the
+# pool's pthread synchronizer under stops, cancels, forks and hybrid joins); and the
+# lf_bound tests.
+PORTABLE_TESTS := t_reactor_signal t_reactor_lifecycle t_reactor_stress t_reactor_shutdown \
+  t_reactor_cancel t_reactor_hybrid t_reactor_timers t_reactor_ready t_reactor_sidefx \
+  t_reactor_bound_stop t_reactor_bound_cancel t_reactor_group
+$(foreach t,$(if $(filter 1,$(FULL)),$(filter-out t_reactor_fault,$(REACTOR_TESTS)),$(PORTABLE_TESTS)),\
   $(eval $(call run_check,plain,$t,LIFO+POLL+PORTABLE,-DLF_PORTABLE $(URCU_LIBS) $(call wrap_of,$t))))
 $(foreach t,$(filter t_bound_%,$(POOL_TESTS)),\
   $(eval $(call run_check,plain,$t,LIFO-PTHREAD-PORTABLE,-DLF_PORTABLE)))

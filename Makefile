@@ -134,7 +134,7 @@ $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(VARIANTS_pool_$m),\
   $(eval $(call run_check,$m,$t,$v,)))))
 # The fault-injection test routes the headers' system calls through its schedule;
 # the race test delays some of them, to widen a window between two.
-FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc,--wrap=fcntl,--wrap=fstat
+FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=sendmsg,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc,--wrap=fcntl,--wrap=fstat
 RACE_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=realloc,--wrap=epoll_ctl
 wrap_of = $(if $(filter t_reactor_fault,$1),$(FAULT_WRAP),$(if $(filter t_reactor_race,$1),$(RACE_WRAP)))
 # (t_reactor_defer checks the opt-in LF_DEFER_NS: below; without it, only the full run)

@@ -350,6 +350,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #ifdef LF__LINUX
 #include <sys/eventfd.h>
@@ -366,6 +367,12 @@
 #endif
 #ifndef LF_BOUND_READS_PER_EVENT
 #define LF_BOUND_READS_PER_EVENT 4 /* hybrid: reads per dispatch of the connection */
+#endif
+#ifndef LF_BOUND_WRITE_ROUNDS
+#define LF_BOUND_WRITE_ROUNDS 8 /* writes a writer makes for others once its own is out */
+#endif
+#if LF_BOUND_WRITE_ROUNDS < 1
+#error "lf_bound.h: LF_BOUND_WRITE_ROUNDS must be at least 1"
 #endif
 #ifndef LF_BOUND_NEST_MAX
 #define LF_BOUND_NEST_MAX 4 /* hybrid: nesting levels that serve (NESTING under HYBRID) */
@@ -387,6 +394,7 @@
 /* tags named after the configuration, as lf.h's (LF__CFG) */
 typedef struct LF__CFG(lf_bound) lf_bound;
 typedef struct LF__CFG(lf_bound_ctx) lf_bound_ctx;
+typedef struct LF__CFG(lf__bound_out) lf__bound_out; /* a request waiting to go out */
 
 struct lf_bound_hooks {
     size_t header_len;
@@ -415,6 +423,8 @@ struct lf_bound_stats {
     unsigned long long deep;       /* hybrid joins at the nesting limit: they read the
                                     * connection and served nothing else (NESTING) */
     unsigned long long reads;      /* read() calls that returned data */
+    unsigned long long writes;     /* write calls that carried requests (requests / writes:
+                                    * how many one system call carried, PIPELINING) */
     unsigned in_flight;            /* contexts expected and not yet joined, now */
     int failed;                    /* 0, or why the connection failed (its read side) */
     int send_failed;               /* 0, or EPIPE: its write side failed */
@@ -437,6 +447,8 @@ struct LF__CFG(lf_bound_ctx) {
     int lf__result;                       /* for LF__BC_DONE */
     int lf__deep; /* hybrid: its join waits at the nesting limit, in the bound's own
                    * pool (woken as in bare mode); under the bound's lock */
+    lf__bound_out *lf__out; /* lf_bound_call: its request, while it may be queued; the
+                             * owner's own (set and cleared by its thread) */
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
@@ -454,9 +466,13 @@ struct LF__CFG(lf_bound) {
     int lf__fd;
     int lf__wake[2];          /* eventfd (both the same) or a pipe: wakes a polling leader */
     pthread_mutex_t lf__lock; /* the map, context states, lf__cur, counters, lf__failed */
-    pthread_mutex_t lf__send; /* lf__sending, lf__send_failed */
-    pthread_cond_t lf__send_cv; /* a sender waits here for its turn (CLOCK_MONOTONIC) */
-    int lf__sending;          /* one request on the wire at a time */
+    pthread_mutex_t lf__send; /* the write queue, lf__sending, lf__orphaned */
+    pthread_cond_t lf__send_cv; /* a sender waits here for its request (CLOCK_MONOTONIC) */
+    lf__bound_out *lf__q_head, *lf__q_tail; /* requests to write, in order (PIPELINING) */
+    int lf__sending;          /* a writer is writing the queue */
+    LF__ATOMIC(int) lf__orphaned; /* 1: requests are queued and nobody writes them: a
+                                   * thread whose request is among them takes over */
+    LF__ALIGN8 LF__ATOMIC(unsigned long long) lf__writes; /* stats.writes */
     LF__ATOMIC(int) lf__send_failed; /* 0, or EPIPE: no request can go out any more */
     int (*lf__poolstats)(lf_bound *b, struct lf_pool_stats *out); /* the waiters' pool */
     lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
@@ -469,6 +485,21 @@ struct LF__CFG(lf_bound) {
     int lf__in_body;   /* the header of the current frame is parsed */
     size_t lf__body_len, lf__body_off;
     unsigned char lf__rx[LF_BOUND_RXBUF];
+};
+
+/* A request in the write queue (PIPELINING). */
+enum { LF__OUT_QUEUED = 0, LF__OUT_WRITING, LF__OUT_DONE };
+
+struct LF__CFG(lf__bound_out) {
+    lf__bound_out *next;  /* in the queue */
+    const char *p;        /* the request's bytes (the caller's, valid until it is DONE) */
+    size_t len, off;      /* its length, and how much of it is on the wire */
+    lf_bound_ctx *c;      /* lf_bound_call's context (its join reports a failure);
+                           * NULL: lf_bound_send, which waits for DONE */
+    const struct timespec *deadline; /* the sender's (the storage is the sender's) */
+    LF__ATOMIC(int) state; /* LF__OUT_*: written under lf__send, peeked by the owner */
+    int rc;               /* DONE: 0 written whole, or why not (wholly or in part) */
+    int waits;            /* the owner waits on lf__send_cv for it to change */
 };
 
 /* Set by lf_bound_init, cleared by lf_bound_destroy: every call on a bound that is
@@ -838,6 +869,10 @@ static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct t
             lf__bound_learn_stop_locked(b); /* the reactor's stop finishes the bound */
         done = self->lf__state == LF__BC_DONE || b->lf__failed;
         pthread_mutex_unlock(&b->lf__lock);
+        /* our request waits in a queue nobody writes: the join writes it */
+        if (self->lf__out != NULL && lf__load(&b->lf__orphaned, relaxed) &&
+            lf__load(&self->lf__out->state, relaxed) == LF__OUT_QUEUED)
+            done = 1;
         if (done)
             break;
         /* looked at between reads too: a stream that never stops (a flood of frames
@@ -1077,62 +1112,30 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
     return rc;
 }
 
-/* CANCELLATION of a sender waiting for the token (nothing of its request is out).
- * The condition wait took lf__send back before this runs. A signal sent to hand the
- * token on may have been taken by the cancelled waiter: send another while the token
- * is free (a waiter woken for nothing looks and waits again). */
-static inline void lf__bound_token_cancelled(void *arg)
-{
-    lf_bound *b = (lf_bound *)arg;
-    if (!b->lf__sending)
-        pthread_cond_signal(&b->lf__send_cv);
-    pthread_mutex_unlock(&b->lf__send);
-}
+/* ------------------------------------------------------------------ >>pipelining
+ * A request goes out through the write queue (lf__q_head, under lf__send), in the
+ * order the senders queued them. The sender that finds nobody writing becomes the
+ * WRITER: it writes everything queued, many requests per system call (sendmsg with
+ * an iovec; writev on a pipe), and goes on while more come, until the queue is empty.
+ * A sender that finds a writer at work leaves its request in the queue: lf_bound_call
+ * goes straight on to its join (its request is written by the writer meanwhile; its
+ * reply cannot come before), lf_bound_send waits until the request is out. So under
+ * load one write carries many requests and a queued caller sleeps once, for its
+ * reply. A writer whose own request is out stops after LF_BOUND_WRITE_ROUNDS more
+ * writes, at its own deadline, or when the socket is full: the queue is then
+ * ORPHANED, every thread whose request is in it is woken, and the first to look
+ * takes over as writer (a join looks at every turn of its loop; the innermost call
+ * of a thread queued last, so a thread that has a request queued is woken in a wait
+ * that looks). A request is only ever cut by a failure or a deadline in the middle of
+ * its own bytes, and then nothing is written after it (the write side is broken:
+ * EPIPE from then on). */
 
-/* One wait for the token, lf__send held: a cancellation point. */
-static inline int lf__bound_token_wait(lf_bound *b, const struct timespec *deadline)
-{
-    return lf__cond_wait_guarded(&b->lf__send_cv, &b->lf__send, deadline,
-                                 lf__bound_token_cancelled, b);
-}
-
-/* The send token: one request on the wire at a time, waited for up to the deadline
- * (a condition variable on CLOCK_MONOTONIC, as our deadlines are). */
-static inline int lf__bound_send_begin(lf_bound *b, const struct timespec *deadline)
-{
-    int rc = 0;
-    pthread_mutex_lock(&b->lf__send);
-    while (b->lf__sending && rc == 0)
-        rc = lf__bound_token_wait(b, deadline);
-    if (rc == 0)
-        b->lf__sending = 1;
-    pthread_mutex_unlock(&b->lf__send);
-    return rc;
-}
-
-/* failed: EPIPE, the write side is broken for good (later sends say so at once). */
-static inline void lf__bound_send_end(lf_bound *b, int failed)
-{
-    pthread_mutex_lock(&b->lf__send);
-    b->lf__sending = 0;
-    if (failed)
-        lf__store(&b->lf__send_failed, failed, relaxed);
-    pthread_cond_signal(&b->lf__send_cv);
-    pthread_mutex_unlock(&b->lf__send);
-    if (failed) {
-        pthread_mutex_lock(&b->lf__lock);
-        b->lf__stats.send_failures++;
-        pthread_mutex_unlock(&b->lf__lock);
-    }
-}
-
-/* A request on its way out (lf__bound_send), from the send token on. */
+/* A request on its way out: the writer's state (see lf__bound_room). */
 typedef struct LF__CFG(lf__bound_sending) {
     lf_bound *b;
-    size_t len, left; /* the request's bytes, and those not written yet */
+    const struct timespec *deadline; /* the writer's own */
     lf_follower self; /* bare: for the leader's work, made on first use */
     int self_ready;
-    int cs;           /* the caller's cancel state (the send runs with it off) */
 } lf__bound_sending;
 
 static inline int lf__bound_room_hybrid(lf__bound_sending *s);
@@ -1175,6 +1178,7 @@ static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *de
     pfd.revents = 0;
     if (poll(&pfd, 1, ms) <= 0 || (pfd.revents & POLLOUT) || !(pfd.revents & POLLIN))
         return 0;
+    /* replies wait and there is no room: if nobody leads, read them now */
     if (!*self_ready) {
         if (lf_follower_init(self, 0) != 0)
             return 0;
@@ -1196,73 +1200,377 @@ static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *de
 static inline const struct timespec *lf__bound_inherit(const struct timespec *deadline,
                                                        struct timespec *buf);
 
+/* o's result is in (lf__send held, o out of the queue): DONE, and its owner told. A
+ * call's request that did not go out whole ends the call's wait with rc (its context
+ * withdrawn and woken, unless it is the writer's own: self). */
+static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_bound_ctx *self)
+{
+    o->rc = rc;
+    if (rc && o->c) {
+        lf_bound_ctx *c = o->c;
+        pthread_mutex_lock(&b->lf__lock);
+        if (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING) {
+            lf__bound_withdraw_locked(b, c, rc);
+            if (c != self)
+                lf__bound_wake(b, c);
+        }
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+    lf__store(&o->state, LF__OUT_DONE, release);
+    if (o->waits)
+        pthread_cond_broadcast(&b->lf__send_cv);
+}
+
+/* Take the head off the queue (lf__send held). */
+static inline lf__bound_out *lf__bound_q_pop(lf_bound *b)
+{
+    lf__bound_out *o = b->lf__q_head;
+    if ((b->lf__q_head = o->next) == NULL)
+        b->lf__q_tail = NULL;
+    o->next = NULL;
+    return o;
+}
+
+/* The owner takes its request back before a byte of it went out (lf__send held). */
+static inline void lf__bound_q_unlink(lf_bound *b, lf__bound_out *o)
+{
+    lf__bound_out **pp = &b->lf__q_head, *prev = NULL;
+    while (*pp != NULL && *pp != o) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp == NULL)
+        return;
+    *pp = o->next;
+    if (b->lf__q_tail == o)
+        b->lf__q_tail = prev;
+    o->next = NULL;
+    if (b->lf__q_head == NULL)
+        lf__store(&b->lf__orphaned, 0, relaxed);
+}
+
+/* Every queued request fails with rc (lf__send held): the connection failed or was
+ * shut down before they went out, or the write side broke. A head cut in the middle
+ * breaks the stream: it was not "not sent" (a shutdown's ECANCELED becomes
+ * ECONNABORTED for it), and nothing may follow it. */
+static inline void lf__bound_q_fail(lf_bound *b, int rc, lf_bound_ctx *self, int broken)
+{
+    while (b->lf__q_head != NULL) {
+        lf__bound_out *o = lf__bound_q_pop(b);
+        int why = rc;
+        if (o->off > 0) {
+            broken = 1;
+            if (why == ECANCELED)
+                why = ECONNABORTED;
+        }
+        lf__bound_out_done(b, o, why, self);
+    }
+    lf__store(&b->lf__orphaned, 0, relaxed);
+    if (broken) { /* counted once: later sends say EPIPE without a write */
+        lf__store(&b->lf__send_failed, EPIPE, relaxed);
+        pthread_mutex_lock(&b->lf__lock);
+        b->lf__stats.send_failures++;
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+}
+
+/* The writer stops with requests still queued, none of them begun (lf__send held):
+ * wake every thread whose request is among them; the first to look writes on. */
+static inline void lf__bound_orphan(lf_bound *b)
+{
+    lf__store(&b->lf__orphaned, 1, relaxed);
+    pthread_mutex_lock(&b->lf__lock);
+    for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
+        if (o->c && (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
+            lf__bound_wake(b, o->c);
+    pthread_mutex_unlock(&b->lf__lock);
+    pthread_cond_broadcast(&b->lf__send_cv); /* the waiting lf_bound_sends */
+}
+
+/* The earlier of two deadlines (either may be NULL: never). */
+static inline const struct timespec *lf__bound_earlier(const struct timespec *a,
+                                                       const struct timespec *b)
+{
+    if (a == NULL)
+        return b;
+    if (b == NULL)
+        return a;
+    return lf__ts_ns(b) < lf__ts_ns(a) ? b : a;
+}
+
+#define LF__BOUND_IOV 64 /* requests per write, at most */
+
+/* The writer's turn: lf__send held (and given up around each system call), the
+ * writer's flag set by the caller, who clears it after; cancellation off. own: the
+ * writer's own request (in the queue, or DONE already). Writes the queue in order:
+ * before each write the connection's state is looked at (a shutdown, a stop or a
+ * failure fails what is queued), then as many requests as one system call takes. */
+static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *own)
+{
+    lf_bound *b = s->b;
+    int rounds = 0;
+    lf__bound_out *h;
+
+    while ((h = b->lf__q_head) != NULL) {
+        struct iovec iov[LF__BOUND_IOV];
+        struct msghdr msg;
+        lf__bound_out *o;
+        int n_iov = 0, rc, err, waits = 0;
+        ssize_t n;
+
+        if (lf__load(&own->state, relaxed) == LF__OUT_DONE && h->off == 0 &&
+            (rounds >= LF_BOUND_WRITE_ROUNDS || lf__bound_ms_until(s->deadline) == 0)) {
+            lf__bound_orphan(b); /* ours is out: the others' turn to write */
+            return;
+        }
+        /* before each write, never after the last: a request written whole went out,
+         * and a failure that comes after it is its join's to report. A shutdown or
+         * stop between this look and the write overlaps the calls; their requests go
+         * out, and their contexts, in flight, get ECONNABORTED: sent, either way. */
+        pthread_mutex_lock(&b->lf__lock);
+        lf__bound_learn_stop_locked(b); /* hybrid: a stop nobody waiting has seen yet */
+        rc = b->lf__failed; /* the read side ended: nobody would read the replies */
+        pthread_mutex_unlock(&b->lf__lock);
+        if (rc || (rc = lf__load(&b->lf__send_failed, relaxed)) != 0) {
+            lf__bound_q_fail(b, rc, own->c, 0);
+            return;
+        }
+        for (o = h; o != NULL && n_iov < LF__BOUND_IOV; o = o->next) {
+            iov[n_iov].iov_base = (void *)(o->p + o->off);
+            iov[n_iov].iov_len = o->len - o->off;
+            lf__store(&o->state, LF__OUT_WRITING, relaxed); /* its owner may not take it back */
+            n_iov++;
+        }
+        pthread_mutex_unlock(&b->lf__send);
+        memset(&msg, 0, sizeof msg);
+        msg.msg_iov = iov;
+        msg.msg_iovlen = (size_t)n_iov;
+        n = sendmsg(b->lf__fd, &msg, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK)
+            n = writev(b->lf__fd, iov, n_iov); /* a pipe: the caller handles SIGPIPE */
+        err = n < 0 ? errno : 0;
+        pthread_mutex_lock(&b->lf__send);
+        if (n > 0) {
+            size_t left = (size_t)n;
+            rounds++;
+            lf__fetch_add(&b->lf__writes, 1, relaxed);
+            while (left > 0) {
+                o = b->lf__q_head;
+                size_t take = o->len - o->off < left ? o->len - o->off : left;
+                o->off += take;
+                left -= take;
+                if (o->off == o->len)
+                    lf__bound_out_done(b, lf__bound_q_pop(b), 0, own->c);
+            }
+        }
+        /* the rest is queued again (a head cut part-way stays WRITING: it is the
+         * writer's to finish, nobody may take it back) */
+        for (o = b->lf__q_head; o != NULL; o = o->next) {
+            if (o->off == 0 && lf__load(&o->state, relaxed) == LF__OUT_WRITING) {
+                lf__store(&o->state, LF__OUT_QUEUED, relaxed);
+                waits |= o->waits;
+            }
+        }
+        if (waits)
+            pthread_cond_broadcast(&b->lf__send_cv); /* an owner waits to take it back */
+        if (n > 0 || err == EINTR)
+            continue;
+        if (n < 0 && LF__AGAIN(err)) {
+            const struct timespec *dl;
+            h = b->lf__q_head;
+            if (lf__load(&own->state, relaxed) == LF__OUT_DONE && h->off == 0) {
+                lf__bound_orphan(b); /* full: the others wait for room themselves */
+                return;
+            }
+            /* wait for room: the head's deadline, and ours if ours is still queued */
+            dl = h->deadline;
+            if (lf__load(&own->state, relaxed) != LF__OUT_DONE)
+                dl = lf__bound_earlier(dl, own->deadline);
+            pthread_mutex_unlock(&b->lf__send);
+            rc = lf__bound_room(s, dl);
+            pthread_mutex_lock(&b->lf__send);
+            if (rc != ETIMEDOUT || b->lf__q_head == NULL)
+                continue;
+            h = b->lf__q_head;
+            if (lf__bound_ms_until(h->deadline) == 0) {
+                if (h->off > 0) { /* cut part-way: the stream is broken */
+                    lf__bound_out_done(b, lf__bound_q_pop(b), ETIMEDOUT, own->c);
+                    lf__bound_q_fail(b, EPIPE, own->c, 1);
+                    return;
+                }
+                lf__bound_out_done(b, lf__bound_q_pop(b), ETIMEDOUT, own->c);
+            } else if (lf__load(&own->state, relaxed) == LF__OUT_QUEUED &&
+                       lf__bound_ms_until(own->deadline) == 0) {
+                lf__bound_q_unlink(b, own); /* ours never began: not sent */
+                lf__bound_out_done(b, own, ETIMEDOUT, own->c);
+            }
+            continue;
+        }
+        /* the write side failed: what was written before stands */
+        lf__bound_q_fail(b, EPIPE, own->c, 1);
+        return;
+    }
+}
+
+/* Queue a request and, if nobody writes, write (lf__send held; cancellation off).
+ * 0: queued or written (o->state says which); else why it is refused (nothing of it
+ * went out): the connection's failure, EPIPE after a broken send, ECANCELED after a
+ * shutdown or a stop. */
+static inline int lf__bound_post_locked(lf__bound_sending *s, lf__bound_out *o)
+{
+    lf_bound *b = s->b;
+    int rc;
+    pthread_mutex_lock(&b->lf__lock);
+    lf__bound_learn_stop_locked(b);
+    rc = b->lf__failed;
+    pthread_mutex_unlock(&b->lf__lock);
+    if (rc || (rc = lf__load(&b->lf__send_failed, relaxed)) != 0)
+        return rc;
+    o->next = NULL;
+    if (b->lf__q_tail)
+        b->lf__q_tail->next = o;
+    else
+        b->lf__q_head = o;
+    b->lf__q_tail = o;
+    if (!b->lf__sending) {
+        b->lf__sending = 1;
+        lf__store(&b->lf__orphaned, 0, relaxed); /* a new writer takes what was left */
+        lf__bound_write_queue(s, o);
+        b->lf__sending = 0;
+    }
+    return 0;
+}
+
+/* A thread whose request waits in an orphaned queue takes over as its writer (from
+ * the loops of the joins; cancellation off while it writes). */
+static inline void lf__bound_adopt(lf_bound *b, lf__bound_out *own)
+{
+    lf__bound_sending s;
+    int cs;
+    if (own == NULL || !lf__load(&b->lf__orphaned, relaxed) ||
+        lf__load(&own->state, relaxed) != LF__OUT_QUEUED)
+        return;
+    s.b = b;
+    s.deadline = own->deadline;
+    s.self_ready = 0;
+    cs = lf__nocancel_begin();
+    pthread_mutex_lock(&b->lf__send);
+    if (!b->lf__sending && lf__load(&b->lf__orphaned, relaxed) && b->lf__q_head != NULL &&
+        lf__load(&own->state, relaxed) == LF__OUT_QUEUED) {
+        b->lf__sending = 1;
+        lf__store(&b->lf__orphaned, 0, relaxed);
+        lf__bound_write_queue(&s, own);
+        b->lf__sending = 0;
+    }
+    pthread_mutex_unlock(&b->lf__send);
+    if (s.self_ready)
+        lf_follower_destroy(&s.self);
+    lf__nocancel_end(cs);
+}
+
+/* o is its owner's again (lf__send held, cancellation off): taken out of the queue
+ * if no byte of it went out (DONE with why, "not sent"), or waited for while the
+ * writer has it. */
+static inline void lf__bound_out_settle(lf_bound *b, lf__bound_out *o, int why)
+{
+    while (lf__load(&o->state, relaxed) == LF__OUT_WRITING) {
+        o->waits = 1;
+        pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
+    }
+    if (lf__load(&o->state, relaxed) == LF__OUT_QUEUED) {
+        lf__bound_q_unlink(b, o);
+        o->rc = why;
+        lf__store(&o->state, LF__OUT_DONE, relaxed);
+    }
+}
+
+/* A plain send (lf_bound_send), for its cleanup. */
+typedef struct LF__CFG(lf__bound_plain) {
+    lf__bound_sending s;
+    lf__bound_out *o;
+} lf__bound_plain;
+
+/* CANCELLATION of lf_bound_send waiting for its request to go out (lf__send held
+ * again by the condition wait): the request is taken back (nothing of it is out),
+ * or waited for if the writer has it. */
+static inline void lf__bound_send_cancelled(void *arg)
+{
+    lf__bound_plain *g = (lf__bound_plain *)arg;
+    int cs = lf__nocancel_begin();
+    lf__bound_out_settle(g->s.b, g->o, ECANCELED);
+    pthread_mutex_unlock(&g->s.b->lf__send);
+    if (g->s.self_ready)
+        lf_follower_destroy(&g->s.self);
+    lf__nocancel_end(cs);
+}
+
+static inline void lf__bound_out_init(lf__bound_out *o, const void *data, size_t len,
+                                      lf_bound_ctx *c, const struct timespec *deadline)
+{
+    o->next = NULL;
+    o->p = (const char *)data;
+    o->len = len;
+    o->off = 0;
+    o->c = c;
+    o->deadline = deadline;
+    lf__store(&o->state, LF__OUT_QUEUED, relaxed);
+    o->rc = 0;
+    o->waits = 0;
+}
+
+/* lf_bound_send: queue the request and wait until it is out (written by this thread
+ * as the writer, or by another), or refused. CANCELLATION: the wait while it is
+ * queued is a cancellation point (it is taken back); the writes and the waits while
+ * a writer has it are not. */
 static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
                                  const struct timespec *deadline)
 {
-    const char *p = (const char *)data;
-    lf__bound_sending snd;
+    lf__bound_out o;
+    lf__bound_plain g;
     struct timespec inherited;
-    int rc = 0, broken = 0;
+    int rc, cs;
 
     if (!lf__bound_ok(b) || (data == NULL && len) || !lf__deadline_ok(deadline))
         return EINVAL;
     /* a send from a handler that a join dispatched waits no longer than that join */
     deadline = lf__bound_inherit(deadline, &inherited);
-    if ((rc = lf__bound_send_begin(b, deadline)) != 0)
-        return rc; /* ETIMEDOUT: nothing of it was written */
-    /* CANCELLATION: from the token on, a request goes out whole or not at all: the
-     * writes, and the waits for room between them (poll as a sleep, the leader's
-     * work), are not cancellation points. A cancel that comes meanwhile acts at the
-     * caller's next one (lf_bound_call: its join), with the caller's state back. */
-    snd.b = b;
-    snd.len = len;
-    snd.left = len;
-    snd.self_ready = 0;
-    snd.cs = lf__nocancel_begin();
-    while (snd.left) {
-        size_t left = snd.left;
-        ssize_t n;
-        /* before each write, never after the last: a request written whole went out,
-         * and a failure that comes after it is its join's to report (the reply may
-         * even be in already). A shutdown or stop that comes between this look and
-         * the write below overlaps the call; the request goes out then, and its
-         * context, in flight, gets ECONNABORTED: reported as sent either way. */
-        pthread_mutex_lock(&b->lf__lock);
-        lf__bound_learn_stop_locked(b); /* hybrid: a stop nobody waiting has seen yet */
-        rc = b->lf__failed; /* the read side ended: nobody would read the reply */
-        pthread_mutex_unlock(&b->lf__lock);
-        if (rc || (rc = lf__load(&b->lf__send_failed, relaxed)) != 0)
-            break;
-        n = send(b->lf__fd, p, left, MSG_NOSIGNAL);
-        if (n < 0 && errno == ENOTSOCK)
-            n = write(b->lf__fd, p, left); /* a pipe: the caller handles SIGPIPE */
-        if (n > 0) {
-            p += n;
-            snd.left -= (size_t)n;
-        } else if (n < 0 && errno == EINTR) {
-            continue;
-        } else if (n < 0 && LF__AGAIN(errno)) {
-            if ((rc = lf__bound_room(&snd, deadline)) != 0)
-                break; /* ETIMEDOUT */
+    if (len == 0)
+        return 0;
+    lf__bound_out_init(&o, data, len, NULL, deadline);
+    g.s.b = b;
+    g.s.deadline = deadline;
+    g.s.self_ready = 0;
+    g.o = &o;
+    cs = lf__nocancel_begin();
+    pthread_mutex_lock(&b->lf__send);
+    rc = lf__bound_post_locked(&g.s, &o);
+    while (rc == 0 && lf__load(&o.state, relaxed) != LF__OUT_DONE) {
+        int st = lf__load(&o.state, relaxed);
+        if (st == LF__OUT_QUEUED && !b->lf__sending && lf__load(&b->lf__orphaned, relaxed)) {
+            b->lf__sending = 1; /* left by a writer: ours to write on */
+            lf__store(&b->lf__orphaned, 0, relaxed);
+            lf__bound_write_queue(&g.s, &o);
+            b->lf__sending = 0;
+        } else if (st == LF__OUT_QUEUED) {
+            int w;
+            o.waits = 1;
+            lf__nocancel_end(cs); /* the caller's cancel state, for this wait */
+            w = lf__cond_wait_guarded(&b->lf__send_cv, &b->lf__send, deadline,
+                                      lf__bound_send_cancelled, &g);
+            cs = lf__nocancel_begin();
+            if (w == ETIMEDOUT && lf__load(&o.state, relaxed) == LF__OUT_QUEUED)
+                lf__bound_out_settle(b, &o, ETIMEDOUT); /* never began: not sent */
         } else {
-            rc = EPIPE; /* the write side failed; what was sent before stands */
-            broken = 1;
-            break;
+            o.waits = 1; /* the writer has it: it is out soon, or failed */
+            pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
         }
     }
-    /* a request cut in the middle leaves the stream unreadable for the peer: nothing
-     * may follow it. Cut by a shutdown or stop, it is not "not sent" (ECANCELED): part
-     * of it is out, and the caller must not take it for a request it may simply
-     * retry; it gets what a waiter whose request went out gets. */
-    if (rc && snd.left > 0 && snd.left < len) {
-        broken = 1;
-        if (rc == ECANCELED)
-            rc = ECONNABORTED;
-    }
-    lf__bound_send_end(b, broken ? EPIPE : 0);
-    if (snd.self_ready)
-        lf_follower_destroy(&snd.self);
-    lf__nocancel_end(snd.cs);
+    if (rc == 0)
+        rc = o.rc;
+    pthread_mutex_unlock(&b->lf__send);
+    if (g.s.self_ready)
+        lf_follower_destroy(&g.s.self);
+    lf__nocancel_end(cs);
     return rc;
 }
 
@@ -1317,6 +1625,7 @@ static inline void lf__bound_join_bare(lf__bound_guard *g)
             return;
         }
         pthread_mutex_unlock(&b->lf__lock);
+        lf__bound_adopt(b, c->lf__out); /* our request is queued and nobody writes */
 
         rc = lf_pool_lead(&b->pool, &c->lf__f, deadline);
         if (rc == 0) {
@@ -1390,48 +1699,91 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     return rc;
 }
 
-/* CANCELLATION of lf_bound_call waiting for the send token: c, expected already, is
- * withdrawn (nothing of the request went out). */
+/* What lf_bound_call's cleanup needs. */
+typedef struct LF__CFG(lf__bound_callg) {
+    lf_bound *b;
+    lf_bound_ctx *c;
+    lf__bound_out *o;
+} lf__bound_callg;
+
+/* CANCELLATION of lf_bound_call in its join (whose own cleanup withdrew c first):
+ * its request is taken back if it is still queued, or waited for while the writer
+ * has it (its bytes are on this thread's stack or the caller's). */
 static inline void lf__bound_call_cancelled(void *arg)
 {
-    lf__bound_guard *g = (lf__bound_guard *)arg;
-    lf__bound_abandon(g->b, g->c);
+    lf__bound_callg *g = (lf__bound_callg *)arg;
+    int cs = lf__nocancel_begin();
+    pthread_mutex_lock(&g->b->lf__send);
+    lf__bound_out_settle(g->b, g->o, ECANCELED);
+    pthread_mutex_unlock(&g->b->lf__send);
+    g->c->lf__out = NULL;
+    lf__nocancel_end(cs);
 }
 
-static inline int lf__bound_call_send(lf_bound *b, lf_bound_ctx *c, const void *req, size_t len,
-                                      const struct timespec *deadline)
+static inline int lf__bound_call_join(lf__bound_callg *g, const struct timespec *deadline)
 {
-    lf__bound_guard g;
-    g.b = b;
-    g.c = c;
-    g.deadline = deadline;
-    g.outer = NULL;
-    g.deep = -1;
-    g.rc = 0;
-    LF__CLEANUP_PUSH(lf__bound_call_cancelled, &g);
-    g.rc = lf__bound_send(b, req, len, deadline);
+    int rc;
+    LF__CLEANUP_PUSH(lf__bound_call_cancelled, g);
+    rc = lf_bound_join(g->b, g->c, deadline);
     LF__CLEANUP_POP(0);
-    return g.rc;
+    return rc;
 }
 
+/* Contract: the thread that owns c. The request is queued (PIPELINING) and the call
+ * goes on to its join at once; the writer of the moment writes it meanwhile. */
 static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
                                 size_t len, const struct timespec *deadline)
 {
-    int rc;
-    if (!lf__deadline_ok(deadline))
+    lf__bound_out o;
+    lf__bound_sending s;
+    lf__bound_callg g;
+    struct timespec inherited;
+    const struct timespec *until;
+    int rc, cs;
+
+    if (!lf__deadline_ok(deadline) || (req == NULL && len))
         return EINVAL;
     if ((rc = lf_bound_expect(b, c, id)) != 0)
         return rc;
-    if ((rc = lf__bound_call_send(b, c, req, len, deadline)) != 0) {
-        /* nothing to wait for: withdraw the context (not counted as a cancel; a
-         * connection failure may have completed it already) and collect it */
+    if (len == 0)
+        return lf_bound_join(b, c, deadline); /* nothing to write */
+    /* the send waits no longer than the joins below it on this stack (NESTING) */
+    until = lf__bound_inherit(deadline, &inherited);
+    lf__bound_out_init(&o, req, len, c, until);
+    s.b = b;
+    s.deadline = until;
+    s.self_ready = 0;
+    cs = lf__nocancel_begin(); /* a request goes out whole or not at all */
+    pthread_mutex_lock(&b->lf__send);
+    c->lf__out = &o;
+    rc = lf__bound_post_locked(&s, &o);
+    pthread_mutex_unlock(&b->lf__send);
+    if (s.self_ready)
+        lf_follower_destroy(&s.self);
+    lf__nocancel_end(cs);
+    if (rc != 0) {
+        /* refused, nothing of it written: withdraw the context (not counted as a
+         * cancel; a connection failure may have completed it already), collect it */
+        c->lf__out = NULL;
         pthread_mutex_lock(&b->lf__lock);
         lf__bound_withdraw_locked(b, c, rc);
         pthread_mutex_unlock(&b->lf__lock);
         (void)lf_bound_join(b, c, NULL);
         return rc;
     }
-    return lf_bound_join(b, c, deadline);
+    g.b = b;
+    g.c = c;
+    g.o = &o;
+    rc = lf__bound_call_join(&g, deadline);
+    /* the request is ours again: if it never went out, the call says why, as a send
+     * that failed would (a shutdown's ECONNABORTED is ECANCELED then: not sent) */
+    cs = lf__nocancel_begin();
+    pthread_mutex_lock(&b->lf__send);
+    lf__bound_out_settle(b, &o, rc == ECONNABORTED ? ECANCELED : rc);
+    pthread_mutex_unlock(&b->lf__send);
+    lf__nocancel_end(cs);
+    c->lf__out = NULL;
+    return o.rc ? o.rc : rc;
 }
 
 /* Contract: any thread, any time (joins and sends that start later see it). */
@@ -1463,6 +1815,7 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
     pthread_mutex_lock(&b->lf__lock);
     lf__bound_learn_stop_locked(b); /* failed says ECANCELED once the reactor stopped */
     *out = b->lf__stats;
+    out->writes = lf__load(&b->lf__writes, relaxed);
     out->in_flight = b->lf__in_flight;
     out->failed = b->lf__failed;
     out->send_failed = lf__load(&b->lf__send_failed, relaxed);
@@ -1748,6 +2101,7 @@ static inline void lf__bound_turn_until(lf__bound_guard *g)
             break;
         }
         pthread_mutex_unlock(&b->lf__lock);
+        lf__bound_adopt(b, c->lf__out); /* our request is queued and nobody writes */
 
         /* our deadline, between turns too: a connection that keeps the turns coming
          * (a flood of frames for others) must not keep us past it */

@@ -81,6 +81,7 @@ int __real_poll(struct pollfd *, nfds_t, int);
 int __real_select(int, fd_set *, fd_set *, fd_set *, struct timeval *);
 ssize_t __real_read(int, void *, size_t);
 ssize_t __real_send(int, const void *, size_t, int);
+ssize_t __real_sendmsg(int, const struct msghdr *, int);
 int __real_eventfd(unsigned int, int);
 int __real_epoll_create1(int);
 int __real_epoll_ctl(int, int, int, struct epoll_event *);
@@ -119,6 +120,24 @@ ssize_t __wrap_send(int fd, const void *buf, size_t n, int flags)
     if (inject(F_SEND))
         return -1;
     rc = __real_send(fd, buf, n, flags);
+    if (fail_after_send && rc == (ssize_t)n) {
+        lf_bound *b = fail_after_send;
+        fail_after_send = NULL;
+        lf_bound_shutdown(b); /* as a reader seeing EOF would, in another thread */
+    }
+    return rc;
+}
+
+/* lf_bound.h writes its requests with sendmsg (many in one call): the same faults */
+ssize_t __wrap_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+    ssize_t rc;
+    size_t n = 0;
+    if (inject(F_SEND))
+        return -1;
+    for (size_t i = 0; i < (size_t)msg->msg_iovlen; i++)
+        n += msg->msg_iov[i].iov_len;
+    rc = __real_sendmsg(fd, msg, flags);
     if (fail_after_send && rc == (ssize_t)n) {
         lf_bound *b = fail_after_send;
         fail_after_send = NULL;

@@ -426,6 +426,7 @@ struct lf_bound_stats {
     unsigned long long writes;     /* write calls that carried requests (requests / writes:
                                     * how many one system call carried, PIPELINING) */
     unsigned in_flight;            /* contexts expected and not yet joined, now */
+    unsigned queued;               /* requests in the write queue, now (PIPELINING) */
     int failed;                    /* 0, or why the connection failed (its read side) */
     int send_failed;               /* 0, or EPIPE: its write side failed */
     struct lf_pool_stats pool;     /* promotions: leadership passed between waiters (hybrid:
@@ -1820,6 +1821,10 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
     out->failed = b->lf__failed;
     out->send_failed = lf__load(&b->lf__send_failed, relaxed);
     pthread_mutex_unlock(&b->lf__lock);
+    pthread_mutex_lock(&b->lf__send);
+    for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
+        out->queued++;
+    pthread_mutex_unlock(&b->lf__send);
     return b->lf__poolstats(b, &out->pool);
 }
 LF__STATS_NAME_END

@@ -41,6 +41,9 @@
  *                         (default 16384). One read takes as many frames as it holds.
  *   LF_BOUND_HEADER_MAX   largest header_len accepted (default 64).
  *   LF_BOUND_BUCKETS      heads of the id -> context hash (default 256, a power of 2).
+ *   LF_BOUND_WRITE_ROUNDS the writes a writer makes for the requests queued behind
+ *                         its own, once its own is out, before it hands the queue on
+ *                         (default 8; see PIPELINING).
  *   LF_BOUND_READS_PER_EVENT  hybrid: reads per dispatch of the connection before
  *                         the reactor gets the thread back (default 4).
  *   LF_BOUND_NEST_MAX     hybrid: how many waits nested on one thread's stack serve
@@ -135,27 +138,34 @@
  *       a send failed, ECANCELED after shutdown (hybrid: after lf_reactor_stop).
  *   int lf_bound_send(b, const void *data, size_t len)
  *   int lf_bound_send_until(b, const void *data, size_t len, deadline)
- *       Write one whole request: sends from many threads never interleave. While the
- *       socket is full the sender waits for room, and reads: if replies are waiting
- *       and no thread leads, it leads for a moment and hands them out (hybrid: it
- *       reads them itself; a send never runs a handler), so a peer that blocks until its replies are read cannot
- *       dead-lock senders that all wait for room. 0: written whole. EPIPE: the write
+ *       One whole request, queued and written (PIPELINING): sends from many threads
+ *       never interleave, and the call returns when the request is on the wire (this
+ *       thread wrote it, or the writer of the moment did). A writer that finds the
+ *       socket full waits for room, and reads: if replies are waiting and no thread
+ *       leads, it leads for a moment and hands them out (hybrid: it reads them itself;
+ *       a send never runs a handler), so a peer that blocks until its replies are read
+ *       cannot dead-lock senders that all wait for room. 0: written whole. EPIPE: the write
  *       failed; every later send and expect says EPIPE; requests sent before it stand
  *       (their replies still come, until the read side ends: ECONNRESET). ETIMEDOUT
  *       (send_until): the deadline passed; if part of the request was written, the
- *       stream cannot carry another one and later sends say EPIPE. ECONNRESET,
+ *       stream cannot carry another one: the requests queued behind it fail with
+ *       EPIPE at once, and later sends say EPIPE. ECONNRESET,
  *       EPROTO: the connection ended or failed. ECANCELED: the bound was shut down
  *       (hybrid: its reactor stopped) before a byte of this request was written:
  *       none was. ECONNABORTED: it was shut down part-way through the request (a
  *       send waiting for room notices within 50 ms, hybrid 5): part of it went out.
- *       The bound's state is looked at under the send token before every write, so
- *       a send that starts after lf_bound_shutdown or lf_reactor_stop returned writes
- *       nothing, waiter or no waiter.
+ *       The bound's state is looked at when a request is queued and by the writer
+ *       before every write, so a send that starts after lf_bound_shutdown or
+ *       lf_reactor_stop returned writes nothing, waiter or no waiter.
  *   int lf_bound_join(b, c, const struct timespec *deadline)    results above.
  *       EINVAL if c is not in flight. Returns with c free for the next expect.
  *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
- *       expect + send_until + join, the deadline covering the send too. If the send
- *       fails (EPIPE, ETIMEDOUT, ...), c is collected and the send's error returned.
+ *       expect, send and join, the deadline covering the send too; the request is
+ *       queued and the call goes straight on to its join, while the writer of the
+ *       moment (perhaps this thread, first) writes it (PIPELINING): one sleep per
+ *       call, for its reply. If the request does not go out whole (EPIPE, ETIMEDOUT
+ *       before it was written, ...), c is collected and the send's error returned,
+ *       as lf_bound_send_until would return it.
  *       Under a shutdown (or stop) it says ECANCELED only if it wrote nothing of the
  *       request; once a byte is out, the shutdown makes it ECONNABORTED (sent, reply
  *       abandoned), unless its reply came first (0).
@@ -176,9 +186,11 @@
  *   int lf_bound_stats(b, struct lf_bound_stats *out)
  *       replies (handed_off to another thread + own, read by the waiter itself as
  *       leader), stray, skipped, refused, send_failures, timeouts, cancels,
- *       cancelled (waits ended by pthread_cancel, see CANCELLATION), reads, deep
- *       (hybrid joins past the nesting limit, see NESTING); in_flight, failed (the
- *       read side) and send_failed now; the waiters' pool (promotions = leadership
+ *       cancelled (waits ended by pthread_cancel, see CANCELLATION), reads, writes
+ *       (system calls that carried requests: requests / writes is the batching, see
+ *       PIPELINING), deep (hybrid joins past the nesting limit, see NESTING);
+ *       in_flight, queued (requests waiting to be written), failed (the read side)
+ *       and send_failed now; the waiters' pool (promotions = leadership
  *       hand-offs; hybrid: the reactor's pool, which the waiters share with its
  *       threads; deep joins' hand-offs are not in it, see NESTING).
  *   int lf_bound_depth(void)                   how many hybrid joins the calling
@@ -194,6 +206,31 @@
  *       registered with LF_EV_KEEPFD), so its number cannot be given to another file
  *       while the bound may still write to it. Close it after lf_bound_destroy.
  *
+ * PIPELINING (how requests go out)
+ *   Requests go out through a write queue, in the order they were queued. The sender
+ *   that finds nobody writing becomes the writer: it writes everything queued, many
+ *   requests per system call (sendmsg over an iovec; writev on a pipe), and goes on
+ *   while more come. A sender that finds a writer at work leaves its request queued:
+ *   lf_bound_call goes on to its join at once (the reply cannot come before the
+ *   request is written, so it sleeps once, for the reply), lf_bound_send waits until
+ *   its request is out. Under load one write carries many requests, and the server
+ *   reads many in one read. The writer is delayed by the others' requests only so
+ *   far: once its own is out it stops after LF_BOUND_WRITE_ROUNDS more writes, at its
+ *   own deadline, or when the socket is full, and hands the queue on: every thread
+ *   whose request waits in it is woken, and the first to look (a join looks before
+ *   every wait, a send as it waits) writes on. A thread's innermost call queued its
+ *   request last, so a thread with a request queued is woken in a wait that looks.
+ *   A request is either wholly on the wire or reported as not sent, to its caller:
+ *     - a queued request whose deadline passes before a byte of it went out is taken
+ *       out of the queue: ETIMEDOUT, not sent, the stream goes on;
+ *     - a request cut part-way (its deadline, a failed write) breaks the write side:
+ *       ETIMEDOUT or EPIPE for it, EPIPE at once for every request queued behind it
+ *       (nothing may follow a cut request), EPIPE for later sends;
+ *     - a shutdown, a stop or a failure of the connection fails the queued requests
+ *       that did not begin with the call's usual error (ECANCELED: not sent; a
+ *       request cut by it: ECONNABORTED).
+ *   stats.writes and stats.queued show the batching and the queue.
+ *
  * HYBRID (the pattern's Hybrid Thread Associations and Hybrid Client/Servers)
  *   After lf_bound_attach, the connection is a handle of the reactor, and a thread in
  *   lf_bound_join runs reactor turns (leader, then processing, one event per turn)
@@ -208,7 +245,7 @@
  *   lf_reactor_stop on that reactor (or its destroy) finishes the bound as
  *   lf_bound_shutdown does: no thread reads the connection any more. The bound sees
  *   it at once, whether or not a waiter is turning the reactor: expect, and send
- *   before each write (under the send token), ask the reactor whether it stopped
+ *   before each write (the writer, PIPELINING), ask the reactor whether it stopped
  *   (lf_reactor_turn with no follower), so a call made after lf_reactor_stop returned
  *   writes nothing and returns ECANCELED; waiters get ECONNABORTED, and a call that
  *   overlaps the stop reports its request as sent (0, ECONNABORTED) or not
@@ -263,12 +300,12 @@
  *   caps the calls in flight across all its connections (a counter its handlers
  *   check, answering "busy" or deactivating their handle at the cap; deactivating
  *   the listening handle alone does not cap the connections already accepted).
- *   Also stuck for call-backs: threads inside a send (waiting for room or for the
- *   send token serves nothing), and a call-back that comes on a handle whose
+ *   Also stuck for call-backs: threads inside lf_bound_send, and a writer waiting
+ *   for room (neither serves anything), and a call-back that comes on a handle whose
  *   handler is itself waiting in a call (a handle's events are serialised,
  *   lf_reactor.h). Give sends a deadline in such a server.
  *   Deadlines: a nested call's deadline is the earliest of its own and those of the
- *   joins below it on the thread's stack, for its send (room, token) and its join
+ *   joins below it on the thread's stack, for its send (queue, room) and its join
  *   (ETIMEDOUT when an outer deadline comes first; lf_bound_send too), so no call
  *   below waits past its deadline for the calls above it longer than their handlers
  *   take to return. The same holds for calls from a handle_close (it runs on a
@@ -295,8 +332,10 @@
  *   counts once in stats.cancelled, not in stats.cancels (lf_bound_cancel's). The
  *   other threads go on with their calls; lf_bound_shutdown and lf_bound_destroy
  *   work as before. The waits, and what their cleanup gives back:
- *     waiting for the send token (send, call)  the token's mutex; lf_bound_call's
- *         context is withdrawn (nothing of its request was written).
+ *     waiting for its request to go out (send)   the request is taken out of the
+ *         queue (nothing of it was written), or, if the writer has it, waited for.
+ *     any wait of lf_bound_call's join (below)   as a join's; then its request, if
+ *         still queued, is taken out (not sent), or waited for while being written.
  *     parked as a follower (join, call; bare)  lf.h takes the follower out of the
  *         pool (or hands on a promotion that came too late); the context is withdrawn.
  *     leading, in poll (join, call; bare)      the context is withdrawn and the
@@ -309,11 +348,11 @@
  *         context is withdrawn, and a join nested in a handler that an outer join
  *         ran is withdrawn first, then the outer one.
  *   Nothing else here is a cancellation point. A request is wholly on the wire or
- *   not sent at all: once a send has the token, its writes and its waits for room
- *   run with cancellation disabled (the poll it sleeps in, the replies it hands out
- *   meanwhile), and a cancel that comes then acts at the caller's next cancellation
- *   point (lf_bound_call: its join). So a cancel never cuts a request (hybrid too:
- *   a send runs no handler, it reads the replies itself while it waits for room).
+ *   not sent at all: a writer's writes and its waits for room run with cancellation
+ *   disabled (the poll it sleeps in, the replies it hands out meanwhile), and a
+ *   cancel that comes then acts at the caller's next cancellation point
+ *   (lf_bound_call: its join). So a cancel never cuts a request (hybrid too: a
+ *   writer runs no handler, it reads the replies itself while it waits for room).
  *   The hooks (parse_header, frame_header, read_body) always run with cancellation disabled: read_body holds the bound's lock, and a
  *   hook cut half-way would leave a frame half parsed; keep them short, as they
  *   must be anyway. Reads (the socket is non-blocking), wake-ups (a write to an
@@ -653,7 +692,7 @@ static inline int lf__bound_reactor_gone(lf_bound *b);
  * its own waiters next turns the reactor: with none in a turn (the usual case: the
  * reactor's own threads saw the stop) expect and send would go on, and the requests
  * would reach a server whose replies nobody reads any more. Asked by expect, by each
- * write of a send (under the send token) and by stats. */
+ * write of the writer (PIPELINING) and by stats. */
 static inline void lf__bound_learn_stop_locked(lf_bound *b)
 {
     if (b->lf__r != NULL && b->lf__failed == 0 && lf__bound_reactor_gone(b))
@@ -1945,8 +1984,8 @@ static inline int lf__bound_poolstats_reactor(lf_bound *b, struct lf_pool_stats 
 /* A sender waiting for room (see lf__bound_room): a short wait for room or replies,
  * and the replies that are there read and handed out by the sender itself, as the
  * handler's dispatch would (under its lock), so they are read while every thread may
- * be sending. No reactor turn: a send runs no handler (none nests in it, none sees
- * the send's cancel state, none can send on this bound while the token is held). */
+ * be sending. No reactor turn: a writer runs no handler (none nests in it, none
+ * sees its cancel state, none queues on this bound from its stack meanwhile). */
 static inline int lf__bound_room_hybrid(lf__bound_sending *s)
 {
     lf_bound *b = s->b;

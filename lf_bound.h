@@ -77,6 +77,9 @@
  *                  connection with EPROTO instead of being skipped and counted. Only
  *                  for protocols that never time requests out (a late reply after a
  *                  timeout is, by design, a reply nobody waits for).
+ *                  LF_BOUND_IN_ORDER: the protocol's replies carry no id and come in
+ *                  request order (Redis, memcached's text protocol, HTTP/1.1): see
+ *                  IN ORDER. The hooks then only frame: the id they give is ignored.
  *   user           passed to the hooks.
  *
  * RESULTS of lf_bound_join (and lf_bound_call)
@@ -135,7 +138,8 @@
  *       Register c for the reply to id, BEFORE sending the request (a fast server may
  *       answer before lf_bound_join is reached). EEXIST id already in flight, EBUSY c
  *       already in flight, ECONNRESET/EPROTO after the connection failed, EPIPE after
- *       a send failed, ECANCELED after shutdown (hybrid: after lf_reactor_stop).
+ *       a send failed, ECANCELED after shutdown (hybrid: after lf_reactor_stop),
+ *       ENOTSUP under LF_BOUND_IN_ORDER (use lf_bound_call), ENOMEM.
  *   int lf_bound_send(b, const void *data, size_t len)
  *   int lf_bound_send_until(b, const void *data, size_t len, deadline)
  *       One whole request, queued and written (PIPELINING): sends from many threads
@@ -168,7 +172,8 @@
  *       as lf_bound_send_until would return it.
  *       Under a shutdown (or stop) it says ECANCELED only if it wrote nothing of the
  *       request; once a byte is out, the shutdown makes it ECONNABORTED (sent, reply
- *       abandoned), unless its reply came first (0).
+ *       abandoned), unless its reply came first (0). LF_BOUND_IN_ORDER: id is
+ *       ignored (c->id is the place, see IN ORDER); len 0 is EINVAL.
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
  *       is not waiting (not expected, or its result is already in). It withdraws the
  *       wait, not the request: one already sent stays sent.
@@ -230,6 +235,22 @@
  *       that did not begin with the call's usual error (ECANCELED: not sent; a
  *       request cut by it: ECONNABORTED).
  *   stats.writes and stats.queued show the batching and the queue.
+ *
+ * IN ORDER (hooks.flags LF_BOUND_IN_ORDER)
+ *   A request's id is its place on the connection: the bound keeps the calls whose
+ *   requests are on the wire in wire order, and each reply is the oldest one's. The
+ *   place is taken when the writer writes the request (PIPELINING), so a request
+ *   taken back before a byte of it went out takes none. Only lf_bound_call makes a
+ *   call (its id argument is ignored; c->id says the place once it returns 0):
+ *   lf_bound_expect says ENOTSUP, and lf_bound_send sends a request that has no
+ *   reply (it takes no place). A call that ends before its reply (deadline,
+ *   lf_bound_cancel, pthread_cancel) keeps its place: its reply is read and dropped
+ *   in its turn (stats.stray; with LF_BOUND_STRICT it fails the connection). A reply
+ *   read while no request is on the wire fails the connection with EPROTO. That is
+ *   seen only when the reply is read while nothing is on the wire: a bare bound
+ *   reads only while a call waits, so a reply for nobody that comes just before the
+ *   next call is taken for that call's (hybrid: the reactor reads it as it comes,
+ *   when any thread turns the reactor). Bare and hybrid.
  *
  * HYBRID (the pattern's Hybrid Thread Associations and Hybrid Client/Servers)
  *   After lf_bound_attach, the connection is a handle of the reactor, and a thread in
@@ -429,6 +450,7 @@
 /* ------------------------------------------------------------------ public types */
 
 #define LF_BOUND_STRICT 1u /* hooks.flags: a reply for nobody fails the connection */
+#define LF_BOUND_IN_ORDER 2u /* hooks.flags: replies come in request order, no ids */
 
 /* tags named after the configuration, as lf.h's (LF__CFG) */
 typedef struct LF__CFG(lf_bound) lf_bound;
@@ -489,6 +511,8 @@ struct LF__CFG(lf_bound_ctx) {
                    * pool (woken as in bare mode); under the bound's lock */
     lf__bound_out *lf__out; /* lf_bound_call: its request, while it may be queued; the
                              * owner's own (set and cleared by its thread) */
+    unsigned long long lf__pos; /* LF_BOUND_IN_ORDER: its place in the ring + 1 (0: not
+                                 * on the wire); under the bound's lock */
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
@@ -516,6 +540,11 @@ struct LF__CFG(lf_bound) {
     LF__ATOMIC(int) lf__send_failed; /* 0, or EPIPE: no request can go out any more */
     int (*lf__poolstats)(lf_bound *b, struct lf_pool_stats *out); /* the waiters' pool */
     lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
+    /* LF_BOUND_IN_ORDER: the contexts whose requests are on the wire, in wire order
+     * (NULL: withdrawn, its reply is dropped in its turn); positions count from 0 */
+    lf_bound_ctx **lf__ring;
+    size_t lf__ring_cap;      /* a power of two */
+    unsigned long long lf__ring_head, lf__ring_tail; /* the next reply's, the next request's */
     lf_bound_ctx *lf__cur;    /* the context the frame being read is for, or NULL */
     int lf__failed;           /* 0, or the error every call returns from now on */
     unsigned lf__in_flight;
@@ -540,6 +569,8 @@ struct LF__CFG(lf__bound_out) {
     LF__ATOMIC(int) state; /* LF__OUT_*: written under lf__send, peeked by the owner */
     int rc;               /* DONE: 0 written whole, or why not (wholly or in part) */
     int waits;            /* the owner waits on lf__send_cv for it to change */
+    unsigned long long pos; /* LF_BOUND_IN_ORDER: its place in the ring + 1, from its
+                             * first write (0: none yet) */
 };
 
 /* Set by lf_bound_init, cleared by lf_bound_destroy: every call on a bound that is
@@ -672,6 +703,13 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
             lf__bound_finish(b, c, waiters, c != self);
         }
     }
+    for (; b->lf__ring_head != b->lf__ring_tail; b->lf__ring_head++) {
+        lf_bound_ctx *c = b->lf__ring[b->lf__ring_head & (b->lf__ring_cap - 1)];
+        if (c != NULL) {
+            c->lf__pos = 0;
+            lf__bound_finish(b, c, waiters, c != self);
+        }
+    }
     if (b->lf__cur) {
         lf__bound_finish(b, b->lf__cur, waiters, b->lf__cur != self);
         b->lf__cur = NULL;
@@ -739,7 +777,22 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
             if (rc == ENOMSG) {
                 b->lf__stats.skipped++;
             } else {
-                lf_bound_ctx *c = lf__bmap_find(b, id);
+                lf_bound_ctx *c;
+                if (k->flags & LF_BOUND_IN_ORDER) {
+                    /* the reply is the oldest request's; a reply with no request
+                     * before it is a protocol error; a withdrawn one's is dropped */
+                    if (b->lf__ring_head == b->lf__ring_tail) {
+                        b->lf__stats.stray++;
+                        lf__bound_fail_locked(b, EPROTO, self);
+                        pthread_mutex_unlock(&b->lf__lock);
+                        return EPROTO;
+                    }
+                    c = b->lf__ring[b->lf__ring_head++ & (b->lf__ring_cap - 1)];
+                    if (c != NULL)
+                        c->lf__pos = 0;
+                } else {
+                    c = lf__bmap_find(b, id);
+                }
                 if (c == NULL) {
                     b->lf__stats.stray++;
                     if (k->flags & LF_BOUND_STRICT) {
@@ -749,7 +802,8 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
                     }
                 } else {
                     /* claimed: from now on a timeout or cancel must go through lf__cur */
-                    lf__bmap_remove(c);
+                    if (c->lf__pprev != NULL) /* (in order, it is in the ring only) */
+                        lf__bmap_remove(c);
                     c->lf__state = LF__BC_RECEIVING;
                     if (len > c->cap) {
                         /* EMSGSIZE, with the size it needs: the caller may retry */
@@ -952,7 +1006,11 @@ static inline int lf__bound_lead(lf_bound *b, lf_bound_ctx *self, const struct t
 static inline void lf__bound_withdraw_locked(lf_bound *b, lf_bound_ctx *c, int why)
 {
     if (c->lf__state == LF__BC_WAITING) {
-        lf__bmap_remove(c);
+        if (c->lf__pprev != NULL)
+            lf__bmap_remove(c);
+        if (c->lf__pos != 0) /* in order: its reply is dropped in its turn */
+            b->lf__ring[(c->lf__pos - 1) & (b->lf__ring_cap - 1)] = NULL;
+        c->lf__pos = 0;
     } else if (c->lf__state == LF__BC_RECEIVING) {
         /* the leader is reading its body: it skips the rest (it re-reads lf__cur
          * under this lock before every copy, so nothing lands in c any more) */
@@ -1043,6 +1101,14 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     memset((void *)b, 0, offsetof(lf_bound, lf__rx)); /* not the buffer: 16 KiB of nothing */
     if ((b->lf__map = (lf_bound_ctx **)calloc(LF_BOUND_BUCKETS, sizeof(lf_bound_ctx *))) == NULL)
         return ENOMEM;
+    if (hooks->flags & LF_BOUND_IN_ORDER) {
+        b->lf__ring_cap = 64;
+        b->lf__ring = (lf_bound_ctx **)calloc(b->lf__ring_cap, sizeof(lf_bound_ctx *));
+        if (b->lf__ring == NULL) {
+            free(b->lf__map);
+            return ENOMEM;
+        }
+    }
 #ifdef LF__LINUX
     b->lf__wake[0] = b->lf__wake[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     rc = b->lf__wake[0] < 0 ? errno : 0;
@@ -1054,6 +1120,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     }
 #endif
     if (rc) {
+        free(b->lf__ring);
         free(b->lf__map);
         return rc;
     }
@@ -1061,6 +1128,7 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
         if (rc == 0)
             lf_pool_destroy(&b->pool);
         lf__bound_close_wake(b);
+        free(b->lf__ring);
         free(b->lf__map);
         return rc;
     }
@@ -1102,6 +1170,8 @@ static inline int lf_bound_destroy(lf_bound *b)
     lf__bound_close_wake(b);
     free(b->lf__map);
     b->lf__map = NULL;
+    free(b->lf__ring);
+    b->lf__ring = NULL;
     pthread_mutex_destroy(&b->lf__lock);
     pthread_mutex_destroy(&b->lf__send);
     pthread_cond_destroy(&b->lf__send_cv);
@@ -1125,12 +1195,29 @@ static inline void lf_bound_ctx_destroy(lf_bound_ctx *c)
         lf_follower_destroy(&c->lf__f);
 }
 
-/* Contract: the thread that owns c, before it sends the request. */
-static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
+/* Room in the ring for one more request on the wire (lock held): 0, or ENOMEM. */
+static inline int lf__bound_ring_room(lf_bound *b)
+{
+    size_t cap = b->lf__ring_cap, used = (size_t)(b->lf__ring_tail - b->lf__ring_head);
+    lf_bound_ctx **r;
+    if (used + b->lf__in_flight + 1 <= cap)
+        return 0;
+    while (used + b->lf__in_flight + 1 > cap)
+        cap *= 2;
+    if ((r = (lf_bound_ctx **)calloc(cap, sizeof *r)) == NULL)
+        return ENOMEM;
+    for (unsigned long long i = b->lf__ring_head; i != b->lf__ring_tail; i++)
+        r[i & (cap - 1)] = b->lf__ring[i & (b->lf__ring_cap - 1)];
+    free(b->lf__ring);
+    b->lf__ring = r;
+    b->lf__ring_cap = cap;
+    return 0;
+}
+
+/* expect; in order (in_order), with no id: the writer gives c its place */
+static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, int in_order)
 {
     int rc = 0;
-    if (!lf__bound_ok(b) || c == NULL)
-        return EINVAL;
     pthread_mutex_lock(&b->lf__lock);
     lf__bound_learn_stop_locked(b);
     if (b->lf__failed)
@@ -1139,17 +1226,33 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
         rc = EPIPE; /* no request can go out: nothing to expect */
     else if (c->lf__state != LF__BC_IDLE)
         rc = EBUSY;
+    else if (in_order)
+        rc = lf__bound_ring_room(b);
     else if (lf__bmap_find(b, id) != NULL || (b->lf__cur && b->lf__cur->id == id))
         rc = EEXIST;
     if (rc == 0) {
         c->id = id;
         c->len = 0;
         c->lf__state = LF__BC_WAITING;
-        lf__bmap_insert(b, c);
+        c->lf__pos = 0;
+        c->lf__next = NULL;
+        c->lf__pprev = NULL;
+        if (!in_order)
+            lf__bmap_insert(b, c);
         b->lf__in_flight++;
     }
     pthread_mutex_unlock(&b->lf__lock);
     return rc;
+}
+
+/* Contract: the thread that owns c, before it sends the request. */
+static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
+{
+    if (!lf__bound_ok(b) || c == NULL)
+        return EINVAL;
+    if (b->lf__hooks.flags & LF_BOUND_IN_ORDER)
+        return ENOTSUP; /* the place is the id: lf_bound_call only */
+    return lf__bound_expect(b, c, id, 0);
 }
 
 /* ------------------------------------------------------------------ >>pipelining
@@ -1340,6 +1443,50 @@ static inline const struct timespec *lf__bound_earlier(const struct timespec *a,
 
 #define LF__BOUND_IOV 64 /* requests per write, at most */
 
+/* LF_BOUND_IN_ORDER, before a write (lf__send held): the n requests from h that are
+ * about to be written take their places in the ring, in wire order (a call's context,
+ * or NULL for one withdrawn meanwhile, whose reply is dropped in its turn; a plain
+ * send's request has no reply and no place). Before the write, not after: the reply
+ * may be read before the writer is back. */
+static inline void lf__bound_ring_enter(lf_bound *b, lf__bound_out *h, int n)
+{
+    pthread_mutex_lock(&b->lf__lock);
+    for (lf__bound_out *o = h; o != NULL && n > 0; o = o->next, n--) {
+        lf_bound_ctx *c = o->c;
+        if (c == NULL || o->pos != 0)
+            continue; /* no reply, or placed by an earlier write */
+        if (c->lf__state != LF__BC_WAITING)
+            c = NULL;
+        b->lf__ring[b->lf__ring_tail & (b->lf__ring_cap - 1)] = c;
+        o->pos = ++b->lf__ring_tail;
+        if (c != NULL) {
+            c->lf__pos = o->pos;
+            c->id = o->pos - 1;
+        }
+    }
+    pthread_mutex_unlock(&b->lf__lock);
+}
+
+/* After a write (lf__send held): the requests placed for it that did not go out (no
+ * byte of them) give their places back. They hold the last places (the writer is
+ * the only one to place), and no reply can have come for them. */
+static inline void lf__bound_ring_unenter(lf_bound *b)
+{
+    unsigned long long back = 0;
+    pthread_mutex_lock(&b->lf__lock);
+    for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next) {
+        if (o->off != 0 || o->pos == 0)
+            continue;
+        if (o->c != NULL && o->c->lf__pos == o->pos)
+            o->c->lf__pos = 0;
+        b->lf__ring[(o->pos - 1) & (b->lf__ring_cap - 1)] = NULL;
+        o->pos = 0;
+        back++;
+    }
+    b->lf__ring_tail -= back;
+    pthread_mutex_unlock(&b->lf__lock);
+}
+
 /* The writer's turn: lf__send held (and given up around each system call), the
  * writer's flag set by the caller, who clears it after; cancellation off. own: the
  * writer's own request (in the queue, or DONE already). Writes the queue in order:
@@ -1381,6 +1528,8 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             lf__store(&o->state, LF__OUT_WRITING, relaxed); /* its owner may not take it back */
             n_iov++;
         }
+        if (b->lf__hooks.flags & LF_BOUND_IN_ORDER)
+            lf__bound_ring_enter(b, h, n_iov);
         pthread_mutex_unlock(&b->lf__send);
         memset(&msg, 0, sizeof msg);
         msg.msg_iov = iov;
@@ -1403,6 +1552,8 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
                     lf__bound_out_done(b, lf__bound_q_pop(b), 0, own->c);
             }
         }
+        if (b->lf__hooks.flags & LF_BOUND_IN_ORDER)
+            lf__bound_ring_unenter(b);
         /* the rest is queued again (a head cut part-way stays WRITING: it is the
          * writer's to finish, nobody may take it back) */
         for (o = b->lf__q_head; o != NULL; o = o->next) {
@@ -1556,6 +1707,7 @@ static inline void lf__bound_out_init(lf__bound_out *o, const void *data, size_t
     lf__store(&o->state, LF__OUT_QUEUED, relaxed);
     o->rc = 0;
     o->waits = 0;
+    o->pos = 0;
 }
 
 /* lf_bound_send: queue the request and wait until it is out (written by this thread
@@ -1781,9 +1933,14 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
     const struct timespec *until;
     int rc, cs;
 
-    if (!lf__deadline_ok(deadline) || (req == NULL && len))
+    if (!lf__bound_ok(b) || c == NULL || !lf__deadline_ok(deadline) || (req == NULL && len))
         return EINVAL;
-    if ((rc = lf_bound_expect(b, c, id)) != 0)
+    if (b->lf__hooks.flags & LF_BOUND_IN_ORDER) {
+        if (len == 0)
+            return EINVAL; /* no request, no place on the wire */
+        id = 0; /* c->id says its place once it is on the wire */
+    }
+    if ((rc = lf__bound_expect(b, c, id, (b->lf__hooks.flags & LF_BOUND_IN_ORDER) != 0)) != 0)
         return rc;
     if (len == 0)
         return lf_bound_join(b, c, deadline); /* nothing to write */

@@ -137,8 +137,14 @@ $(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(VARIANTS_pool_$m),\
 FAULT_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=send,--wrap=sendmsg,--wrap=eventfd,--wrap=epoll_create1,--wrap=epoll_ctl,--wrap=syscall,--wrap=malloc,--wrap=calloc,--wrap=fcntl,--wrap=fstat
 RACE_WRAP := -Wl,--wrap=epoll_wait,--wrap=poll,--wrap=select,--wrap=read,--wrap=realloc,--wrap=epoll_ctl
 wrap_of = $(if $(filter t_reactor_fault,$1),$(FAULT_WRAP),$(if $(filter t_reactor_race,$1),$(RACE_WRAP)))
-# (t_reactor_defer checks the opt-in LF_DEFER_NS: below; without it, only the full run)
-MATRIX_REACTOR_TESTS := $(if $(filter 1,$(FULL)),$(REACTOR_TESTS),$(filter-out t_reactor_defer,$(REACTOR_TESTS)))
+# (t_reactor_defer checks the opt-in LF_DEFER_NS: below; without it, only the full run.
+# The hybrid twins of the write-queue tests share all but the reactor's part with the
+# bare ones, which run in the pool matrix: make test runs them on LIFO+EPOLL, plain
+# and under TSan, the full run everywhere.)
+BOUND_TWINS := t_reactor_bound_pipeline t_reactor_bound_inorder
+MATRIX_REACTOR_TESTS := $(if $(filter 1,$(FULL)),$(REACTOR_TESTS),$(filter-out t_reactor_defer $(BOUND_TWINS),$(REACTOR_TESTS)))
+$(if $(filter 1,$(FULL)),,$(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(foreach m,$(filter plain tsan,$(MODES)),\
+  $(foreach t,$(BOUND_TWINS),$(eval $(call run_check,$m,$t,LIFO+EPOLL,$(URCU_LIBS)))))))
 $(foreach m,$(MODES),$(foreach t,$(if $(filter plain,$m),$(MATRIX_REACTOR_TESTS),$(filter-out $(PLAIN_ONLY),$(MATRIX_REACTOR_TESTS))),\
   $(foreach v,$(VARIANTS_reactor_$m),$(eval $(call run_check,$m,$t,$v,$(URCU_LIBS) $(call wrap_of,$t))))))
 

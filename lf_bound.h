@@ -743,6 +743,7 @@ static inline void lf__bound_learn_stop_locked(lf_bound *b)
 static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at_self)
 {
     const struct lf_bound_hooks *k = &b->lf__hooks;
+    int held = 0; /* the header's step kept the lock for the body's (one lock a frame) */
 
     for (;;) {
         size_t avail = b->lf__rx_end - b->lf__rx_start;
@@ -815,7 +816,7 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
                     }
                 }
             }
-            pthread_mutex_unlock(&b->lf__lock);
+            held = 1; /* for the body's step, next */
             b->lf__in_body = 1;
             b->lf__body_len = len;
             b->lf__body_off = 0;
@@ -825,9 +826,14 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
         size_t n = b->lf__body_len - b->lf__body_off;
         if (n > avail)
             n = avail;
-        if (n == 0 && b->lf__body_off < b->lf__body_len)
+        if (n == 0 && b->lf__body_off < b->lf__body_len) {
+            if (held)
+                pthread_mutex_unlock(&b->lf__lock);
             return 0;
-        pthread_mutex_lock(&b->lf__lock);
+        }
+        if (!held)
+            pthread_mutex_lock(&b->lf__lock);
+        held = 0;
         lf_bound_ctx *c = b->lf__cur; /* NULL: skipping (nobody's, withdrawn, refused) */
         if (c && n) {
             int bad = 0;
@@ -1604,19 +1610,24 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
 }
 
 /* Queue a request and, if nobody writes, write (lf__send held; cancellation off).
- * 0: queued or written (o->state says which); else why it is refused (nothing of it
- * went out): the connection's failure, EPIPE after a broken send, ECANCELED after a
- * shutdown or a stop. */
+ * 0: queued, or written or failed by this thread as the writer (o->state says
+ * which, o->rc why); else nothing was queued: the write side broke before (EPIPE,
+ * or the connection's failure or shutdown if one came too). */
 static inline int lf__bound_post_locked(lf__bound_sending *s, lf__bound_out *o)
 {
     lf_bound *b = s->b;
     int rc;
-    pthread_mutex_lock(&b->lf__lock);
-    lf__bound_learn_stop_locked(b);
-    rc = b->lf__failed;
-    pthread_mutex_unlock(&b->lf__lock);
-    if (rc || (rc = lf__load(&b->lf__send_failed, relaxed)) != 0)
+    /* a broken write side refuses at once; the connection's state is the writer's
+     * to look at, before every write (a request queued after a shutdown is failed
+     * there, before a byte of it goes out) */
+    if ((rc = lf__load(&b->lf__send_failed, relaxed)) != 0) {
+        pthread_mutex_lock(&b->lf__lock); /* the connection's end says more, if it came */
+        lf__bound_learn_stop_locked(b);
+        if (b->lf__failed)
+            rc = b->lf__failed;
+        pthread_mutex_unlock(&b->lf__lock);
         return rc;
+    }
     o->next = NULL;
     if (b->lf__q_tail)
         b->lf__q_tail->next = o;

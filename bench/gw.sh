@@ -262,5 +262,32 @@ END {
             depth, deep, emax, rec, hog > "/dev/stderr"
     }
 }' "$raw"
+# -- the targets (issue: lf against the best of the other gateways, same run) -----------------
+awk -F, '
+NR == 1 { next }
+$1 == "load" { rps[$2, $3] = $5; p99[$2, $3] = $7; cpu[$2, $3] = $8; gws[$2] = 1; conns[$3] = 1 }
+$1 == "stall" && $2 == "lf" { stall = $14 }
+END {
+    for (c in conns) {
+        if (!((("lf", c) in rps))) continue
+        best = bp = bc = ""
+        for (g in gws) if (g != "lf" && ((g, c) in rps) && rps[g, c] > 0) {
+            if (best == "" || rps[g, c] > rps[best, c]) best = g
+            if (bp == "" || p99[g, c] < bp) bp = p99[g, c]
+            if (bc == "" || cpu[g, c] < bc) bc = cpu[g, c]
+        }
+        if (best == "") continue
+        r = rps["lf", c] / rps[best, c]; p = p99["lf", c] / bp; u = cpu["lf", c] / bc
+        printf "bench: gw target at %d conns: req/s %.2fx the best other (%s; >= 1.20 %s), p99 %.2fx the best other'"'"'s (<= 1.00 %s), CPU/req %.2fx the best other'"'"'s (<= 0.90 %s)\n", \
+            c, r, best, (r >= 1.2 ? "met" : "NOT met"), p, (p <= 1.0 ? "met" : "NOT met"), u, (u <= 0.9 ? "met" : "NOT met") > "/dev/stderr"
+    }
+    if (stall != "")
+        printf "bench: gw target, memcached stopped 1.5 s, 500 ms deadlines: slowest ERR %.0f ms (<= 520 %s)\n", \
+            stall, (stall <= 520 ? "met" : "NOT met") > "/dev/stderr"
+}' "$results/gw.csv"
+if command -v gnuplot >/dev/null; then
+    gnuplot -e "dir='$results'" "$here/gw.gp" 2>"$build/gw.gnuplot.log" ||
+        echo "bench: gw: gnuplot failed (see $build/gw.gnuplot.log)" >&2
+fi
 echo "bench: gw.sh took $(($(date +%s) - started)) s; machine: $(nproc) CPUs, $(uname -r)" >&2
 exit "$failed"

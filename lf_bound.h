@@ -164,12 +164,13 @@
  *   int lf_bound_join(b, c, const struct timespec *deadline)    results above.
  *       EINVAL if c is not in flight. Returns with c free for the next expect.
  *   int lf_bound_call(b, c, id, const void *req, size_t len, deadline)
- *       expect, send and join, the deadline covering the send too; the request is
- *       queued and the call goes straight on to its join, while the writer of the
+ *       expect, send and join, the deadline covering the send too. Bare, the request
+ *       is queued and the call goes straight on to its join, while the writer of the
  *       moment (perhaps this thread, first) writes it (PIPELINING): one sleep per
- *       call, for its reply. If the request does not go out whole (EPIPE, ETIMEDOUT
- *       before it was written, ...), c is collected and the send's error returned,
- *       as lf_bound_send_until would return it.
+ *       call, for its reply; hybrid, the join begins once the request is out. If the
+ *       request does not go out whole (EPIPE, ETIMEDOUT before it was written, ...),
+ *       c is collected and the send's error returned, as lf_bound_send_until would
+ *       return it. The request's bytes are read until the call returns.
  *       Under a shutdown (or stop) it says ECANCELED only if it wrote nothing of the
  *       request; once a byte is out, the shutdown makes it ECONNABORTED (sent, reply
  *       abandoned), unless its reply came first (0). LF_BOUND_IN_ORDER: id is
@@ -216,25 +217,33 @@
  *   that finds nobody writing becomes the writer: it writes everything queued, many
  *   requests per system call (sendmsg over an iovec; writev on a pipe), and goes on
  *   while more come. A sender that finds a writer at work leaves its request queued:
- *   lf_bound_call goes on to its join at once (the reply cannot come before the
- *   request is written, so it sleeps once, for the reply), lf_bound_send waits until
- *   its request is out. Under load one write carries many requests, and the server
- *   reads many in one read. The writer is delayed by the others' requests only so
- *   far: once its own is out it stops after LF_BOUND_WRITE_ROUNDS more writes, at its
- *   own deadline, or when the socket is full, and hands the queue on: every thread
- *   whose request waits in it is woken, and the first to look (a join looks before
- *   every wait, a send as it waits) writes on. A thread's innermost call queued its
- *   request last, so a thread with a request queued is woken in a wait that looks.
+ *   a bare lf_bound_call goes on to its join at once (the reply cannot come before
+ *   the request is written, so it sleeps once, for the reply); lf_bound_send, and a
+ *   hybrid lf_bound_call, wait until the request is out (a hybrid join runs
+ *   handlers, and none may run on the caller's thread while its request's bytes are
+ *   still to be read: a buffer the handlers reuse stays safe). Under load one write
+ *   carries many requests, and the server reads many in one read.
+ *   The writer is held by the others' requests only so far. Once its own is out it
+ *   stops after LF_BOUND_WRITE_ROUNDS more writes, at its own deadline, or as soon as
+ *   the socket is full, and hands the queue on: every thread whose request waits in
+ *   it is woken, and the first to look (a join looks before every wait, a send as it
+ *   waits) writes on. A request cut part-way by a full socket is handed on with the
+ *   rest, and only its own caller takes it back, by finishing it: its deadline, or
+ *   none, bounds that wait, nobody else's. The request's bytes are read until the
+ *   call returns: leave them alone meanwhile.
  *   A request is either wholly on the wire or reported as not sent, to its caller:
  *     - a queued request whose deadline passes before a byte of it went out is taken
- *       out of the queue: ETIMEDOUT, not sent, the stream goes on;
+ *       out of the queue (by its caller, or by the writer before its next write):
+ *       ETIMEDOUT, not sent, the stream goes on;
  *     - a request cut part-way (its deadline, a failed write) breaks the write side:
  *       ETIMEDOUT or EPIPE for it, EPIPE at once for every request queued behind it
  *       (nothing may follow a cut request), EPIPE for later sends;
  *     - a shutdown, a stop or a failure of the connection fails the queued requests
  *       that did not begin with the call's usual error (ECANCELED: not sent; a
  *       request cut by it: ECONNABORTED).
- *   stats.writes and stats.queued show the batching and the queue.
+ *   stats.writes and stats.queued show the batching and the queue. Bare joins look
+ *   for a handed-on queue between their waits (test/model/writeq.pml checks that no
+ *   hand-on is lost).
  *
  * IN ORDER (hooks.flags LF_BOUND_IN_ORDER)
  *   A request's id is its place on the connection: the bound keeps the calls whose
@@ -353,10 +362,13 @@
  *   counts once in stats.cancelled, not in stats.cancels (lf_bound_cancel's). The
  *   other threads go on with their calls; lf_bound_shutdown and lf_bound_destroy
  *   work as before. The waits, and what their cleanup gives back:
- *     waiting for its request to go out (send)   the request is taken out of the
- *         queue (nothing of it was written), or, if the writer has it, waited for.
- *     any wait of lf_bound_call's join (below)   as a join's; then its request, if
- *         still queued, is taken out (not sent), or waited for while being written.
+ *     waiting for its request to go out (send; hybrid call)   the request is taken
+ *         out of the queue if nothing of it was written; if a writer has it, waited
+ *         for; if it was handed on cut part-way, finished (until its deadline, with
+ *         none until the peer takes it: a cancel never cuts a request). A call's
+ *         context is withdrawn.
+ *     any wait of a bare lf_bound_call's join (below)   as a join's; then its
+ *         request, as for a send.
  *     parked as a follower (join, call; bare)  lf.h takes the follower out of the
  *         pool (or hands on a promotion that came too late); the context is withdrawn.
  *     leading, in poll (join, call; bare)      the context is withdrawn and the
@@ -1423,10 +1435,14 @@ static inline void lf__bound_q_fail(lf_bound *b, int rc, lf_bound_ctx *self, int
     }
 }
 
-/* The writer stops with requests still queued, none of them begun (lf__send held):
- * wake every thread whose request is among them; the first to look writes on. */
+/* The writer stops with requests still queued (lf__send held): wake every thread
+ * whose request is among them; the first to look writes on. A head cut part-way is
+ * queued again too: only its owner takes it back, by finishing it (or cutting it at
+ * its deadline), so no other thread waits on it for longer than it chooses to. */
 static inline void lf__bound_orphan(lf_bound *b)
 {
+    if (lf__load(&b->lf__q_head->state, relaxed) == LF__OUT_WRITING)
+        lf__store(&b->lf__q_head->state, LF__OUT_QUEUED, relaxed);
     lf__store(&b->lf__orphaned, 1, relaxed);
     pthread_mutex_lock(&b->lf__lock);
     for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
@@ -1448,6 +1464,29 @@ static inline const struct timespec *lf__bound_earlier(const struct timespec *a,
 }
 
 #define LF__BOUND_IOV 64 /* requests per write, at most */
+
+/* Before a write (lf__send held): the queued requests whose deadline passed before
+ * a byte of them went out leave the queue, not sent (ETIMEDOUT). */
+static inline void lf__bound_q_expire(lf_bound *b, lf_bound_ctx *self)
+{
+    struct timespec now;
+    long long t;
+    lf__bound_out *o, *next;
+    int any = 0;
+    for (o = b->lf__q_head; o != NULL && !any; o = o->next)
+        any = o->off == 0 && o->deadline != NULL;
+    if (!any)
+        return; /* (no clock read when no request has a deadline) */
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    t = lf__ts_ns(&now);
+    for (o = b->lf__q_head; o != NULL; o = next) {
+        next = o->next;
+        if (o->off == 0 && o->deadline != NULL && lf__ts_ns(o->deadline) <= t) {
+            lf__bound_q_unlink(b, o);
+            lf__bound_out_done(b, o, ETIMEDOUT, self);
+        }
+    }
+}
 
 /* LF_BOUND_IN_ORDER, before a write (lf__send held): the n requests from h that are
  * about to be written take their places in the ring, in wire order (a call's context,
@@ -1501,7 +1540,7 @@ static inline void lf__bound_ring_unenter(lf_bound *b)
 static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *own)
 {
     lf_bound *b = s->b;
-    int rounds = 0;
+    int rounds = 0; /* writes made for the others since ours went out */
     lf__bound_out *h;
 
     while ((h = b->lf__q_head) != NULL) {
@@ -1509,10 +1548,10 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         struct msghdr msg;
         lf__bound_out *o;
         int n_iov = 0, rc, err, waits = 0;
+        int own_out = lf__load(&own->state, relaxed) == LF__OUT_DONE;
         ssize_t n;
 
-        if (lf__load(&own->state, relaxed) == LF__OUT_DONE && h->off == 0 &&
-            (rounds >= LF_BOUND_WRITE_ROUNDS || lf__bound_ms_until(s->deadline) == 0)) {
+        if (own_out && (rounds >= LF_BOUND_WRITE_ROUNDS || lf__bound_ms_until(s->deadline) == 0)) {
             lf__bound_orphan(b); /* ours is out: the others' turn to write */
             return;
         }
@@ -1528,6 +1567,9 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             lf__bound_q_fail(b, rc, own->c, 0);
             return;
         }
+        lf__bound_q_expire(b, own->c);
+        if ((h = b->lf__q_head) == NULL)
+            return;
         for (o = h; o != NULL && n_iov < LF__BOUND_IOV; o = o->next) {
             iov[n_iov].iov_base = (void *)(o->p + o->off);
             iov[n_iov].iov_len = o->len - o->off;
@@ -1547,7 +1589,7 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         pthread_mutex_lock(&b->lf__send);
         if (n > 0) {
             size_t left = (size_t)n;
-            rounds++;
+            rounds += own_out;
             lf__fetch_add(&b->lf__writes, 1, relaxed);
             while (left > 0) {
                 o = b->lf__q_head;
@@ -1573,35 +1615,34 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         if (n > 0 || err == EINTR)
             continue;
         if (n < 0 && LF__AGAIN(err)) {
-            const struct timespec *dl;
+            struct timespec hd, od;
+            const struct timespec *dl = NULL;
             h = b->lf__q_head;
-            if (lf__load(&own->state, relaxed) == LF__OUT_DONE && h->off == 0) {
+            if (lf__load(&own->state, relaxed) == LF__OUT_DONE) {
                 lf__bound_orphan(b); /* full: the others wait for room themselves */
                 return;
             }
-            /* wait for room: the head's deadline, and ours if ours is still queued */
-            dl = h->deadline;
-            if (lf__load(&own->state, relaxed) != LF__OUT_DONE)
-                dl = lf__bound_earlier(dl, own->deadline);
+            /* ours is still to go: wait for room until the earlier of the head's
+             * deadline and ours (copied: the head's owner may leave meanwhile) */
+            if (h->deadline != NULL) {
+                hd = *h->deadline;
+                dl = &hd;
+            }
+            if (own->deadline != NULL) {
+                od = *own->deadline;
+                dl = lf__bound_earlier(dl, &od);
+            }
             pthread_mutex_unlock(&b->lf__send);
             rc = lf__bound_room(s, dl);
             pthread_mutex_lock(&b->lf__send);
-            if (rc != ETIMEDOUT || b->lf__q_head == NULL)
-                continue;
             h = b->lf__q_head;
-            if (lf__bound_ms_until(h->deadline) == 0) {
-                if (h->off > 0) { /* cut part-way: the stream is broken */
-                    lf__bound_out_done(b, lf__bound_q_pop(b), ETIMEDOUT, own->c);
-                    lf__bound_q_fail(b, EPIPE, own->c, 1);
-                    return;
-                }
+            if (rc == ETIMEDOUT && h != NULL && h->off > 0 && lf__bound_ms_until(h->deadline) == 0) {
+                /* cut part-way by its deadline: the stream is broken */
                 lf__bound_out_done(b, lf__bound_q_pop(b), ETIMEDOUT, own->c);
-            } else if (lf__load(&own->state, relaxed) == LF__OUT_QUEUED &&
-                       lf__bound_ms_until(own->deadline) == 0) {
-                lf__bound_q_unlink(b, own); /* ours never began: not sent */
-                lf__bound_out_done(b, own, ETIMEDOUT, own->c);
+                lf__bound_q_fail(b, EPIPE, own->c, 1);
+                return;
             }
-            continue;
+            continue; /* (a request that never began leaves at the next look) */
         }
         /* the write side failed: what was written before stands */
         lf__bound_q_fail(b, EPIPE, own->c, 1);
@@ -1657,8 +1698,11 @@ static inline void lf__bound_adopt(lf_bound *b, lf__bound_out *own)
     s.self_ready = 0;
     cs = lf__nocancel_begin();
     pthread_mutex_lock(&b->lf__send);
+    /* (a request of ours that never began and whose deadline passed is the join's to
+     * take back, not to write; one cut part-way is ours to finish, or to cut) */
     if (!b->lf__sending && lf__load(&b->lf__orphaned, relaxed) && b->lf__q_head != NULL &&
-        lf__load(&own->state, relaxed) == LF__OUT_QUEUED) {
+        lf__load(&own->state, relaxed) == LF__OUT_QUEUED &&
+        (own->off > 0 || lf__bound_ms_until(own->deadline) != 0)) {
         b->lf__sending = 1;
         lf__store(&b->lf__orphaned, 0, relaxed);
         lf__bound_write_queue(&s, own);
@@ -1671,36 +1715,53 @@ static inline void lf__bound_adopt(lf_bound *b, lf__bound_out *own)
 }
 
 /* o is its owner's again (lf__send held, cancellation off): taken out of the queue
- * if no byte of it went out (DONE with why, "not sent"), or waited for while the
- * writer has it. */
-static inline void lf__bound_out_settle(lf_bound *b, lf__bound_out *o, int why)
+ * if no byte of it went out (DONE with why, "not sent"); waited for while a writer
+ * has it; finished, as the writer, if a writer handed it on cut part-way (its
+ * deadline then cuts it, so with none this waits for the peer to take it). */
+static inline void lf__bound_out_settle(lf__bound_sending *s, lf__bound_out *o, int why)
 {
-    while (lf__load(&o->state, relaxed) == LF__OUT_WRITING) {
-        o->waits = 1;
-        pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
-    }
-    if (lf__load(&o->state, relaxed) == LF__OUT_QUEUED) {
-        lf__bound_q_unlink(b, o);
-        o->rc = why;
-        lf__store(&o->state, LF__OUT_DONE, relaxed);
+    lf_bound *b = s->b;
+    for (;;) {
+        int st = lf__load(&o->state, relaxed);
+        if (st == LF__OUT_DONE)
+            return;
+        if (st == LF__OUT_QUEUED && o->off == 0) {
+            lf__bound_q_unlink(b, o);
+            o->rc = why;
+            lf__store(&o->state, LF__OUT_DONE, relaxed);
+            return;
+        }
+        if (st == LF__OUT_QUEUED && !b->lf__sending) {
+            b->lf__sending = 1; /* handed on part-way: ours to finish */
+            lf__store(&b->lf__orphaned, 0, relaxed);
+            lf__bound_write_queue(s, o);
+            b->lf__sending = 0;
+        } else {
+            o->waits = 1; /* a writer has it, or will: out soon, handed on, or failed */
+            pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
+        }
     }
 }
 
-/* A plain send (lf_bound_send), for its cleanup. */
+/* A request waited for until it is out (lf_bound_send; hybrid, lf_bound_call), for
+ * the cleanup: c, the call's context, or NULL. */
 typedef struct LF__CFG(lf__bound_plain) {
     lf__bound_sending s;
     lf__bound_out *o;
+    lf_bound_ctx *c;
 } lf__bound_plain;
 
-/* CANCELLATION of lf_bound_send waiting for its request to go out (lf__send held
- * again by the condition wait): the request is taken back (nothing of it is out),
- * or waited for if the writer has it. */
+/* CANCELLATION of a wait for a request to go out (lf__send held again by the
+ * condition wait): the request is taken back (nothing of it is out), or waited for,
+ * or finished (see lf__bound_out_settle); a call's context is withdrawn. */
 static inline void lf__bound_send_cancelled(void *arg)
 {
     lf__bound_plain *g = (lf__bound_plain *)arg;
     int cs = lf__nocancel_begin();
-    lf__bound_out_settle(g->s.b, g->o, ECANCELED);
+    lf__bound_out_settle(&g->s, g->o, ECANCELED);
     pthread_mutex_unlock(&g->s.b->lf__send);
+    if (g->c != NULL)
+        lf__bound_abandon(g->s.b, g->c);
     if (g->s.self_ready)
         lf_follower_destroy(&g->s.self);
     lf__nocancel_end(cs);
@@ -1721,10 +1782,42 @@ static inline void lf__bound_out_init(lf__bound_out *o, const void *data, size_t
     o->pos = 0;
 }
 
-/* lf_bound_send: queue the request and wait until it is out (written by this thread
- * as the writer, or by another), or refused. CANCELLATION: the wait while it is
- * queued is a cancellation point (it is taken back); the writes and the waits while
- * a writer has it are not. */
+/* Queue g's request and wait until it is out (written by this thread as the writer,
+ * or by another), or refused, or taken back at its deadline: 0 or why not.
+ * lf__send held on entry and return; *cs the caller's cancel state (off meanwhile).
+ * CANCELLATION: the wait while the request is queued and none of it is out is a
+ * cancellation point (it is taken back); the writes and other waits are not. */
+static inline int lf__bound_post_wait(lf__bound_plain *g, int *cs)
+{
+    lf_bound *b = g->s.b;
+    lf__bound_out *o = g->o;
+    int rc = lf__bound_post_locked(&g->s, o);
+    while (rc == 0 && lf__load(&o->state, relaxed) != LF__OUT_DONE) {
+        int st = lf__load(&o->state, relaxed);
+        if (st == LF__OUT_QUEUED && !b->lf__sending &&
+            (o->off > 0 || lf__load(&b->lf__orphaned, relaxed))) {
+            b->lf__sending = 1; /* left by a writer: ours to write on */
+            lf__store(&b->lf__orphaned, 0, relaxed);
+            lf__bound_write_queue(&g->s, o);
+            b->lf__sending = 0;
+        } else if (st == LF__OUT_QUEUED && o->off == 0) {
+            int w;
+            o->waits = 1;
+            lf__nocancel_end(*cs); /* the caller's cancel state, for this wait */
+            w = lf__cond_wait_guarded(&b->lf__send_cv, &b->lf__send, o->deadline,
+                                      lf__bound_send_cancelled, g);
+            *cs = lf__nocancel_begin();
+            if (w == ETIMEDOUT && lf__load(&o->state, relaxed) == LF__OUT_QUEUED && o->off == 0)
+                lf__bound_out_settle(&g->s, o, ETIMEDOUT); /* never began: not sent */
+        } else {
+            o->waits = 1; /* a writer has it: out soon, handed on, or failed */
+            pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
+        }
+    }
+    return rc ? rc : o->rc;
+}
+
+/* lf_bound_send: one whole request, out when this returns 0. */
 static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
                                  const struct timespec *deadline)
 {
@@ -1737,39 +1830,22 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
         return EINVAL;
     /* a send from a handler that a join dispatched waits no longer than that join */
     deadline = lf__bound_inherit(deadline, &inherited);
-    if (len == 0)
-        return 0;
+    if (len == 0) { /* nothing to write: what a send would say now */
+        pthread_mutex_lock(&b->lf__lock);
+        lf__bound_learn_stop_locked(b);
+        rc = b->lf__failed;
+        pthread_mutex_unlock(&b->lf__lock);
+        return rc ? rc : lf__load(&b->lf__send_failed, relaxed);
+    }
     lf__bound_out_init(&o, data, len, NULL, deadline);
     g.s.b = b;
     g.s.deadline = deadline;
     g.s.self_ready = 0;
     g.o = &o;
+    g.c = NULL;
     cs = lf__nocancel_begin();
     pthread_mutex_lock(&b->lf__send);
-    rc = lf__bound_post_locked(&g.s, &o);
-    while (rc == 0 && lf__load(&o.state, relaxed) != LF__OUT_DONE) {
-        int st = lf__load(&o.state, relaxed);
-        if (st == LF__OUT_QUEUED && !b->lf__sending && lf__load(&b->lf__orphaned, relaxed)) {
-            b->lf__sending = 1; /* left by a writer: ours to write on */
-            lf__store(&b->lf__orphaned, 0, relaxed);
-            lf__bound_write_queue(&g.s, &o);
-            b->lf__sending = 0;
-        } else if (st == LF__OUT_QUEUED) {
-            int w;
-            o.waits = 1;
-            lf__nocancel_end(cs); /* the caller's cancel state, for this wait */
-            w = lf__cond_wait_guarded(&b->lf__send_cv, &b->lf__send, deadline,
-                                      lf__bound_send_cancelled, &g);
-            cs = lf__nocancel_begin();
-            if (w == ETIMEDOUT && lf__load(&o.state, relaxed) == LF__OUT_QUEUED)
-                lf__bound_out_settle(b, &o, ETIMEDOUT); /* never began: not sent */
-        } else {
-            o.waits = 1; /* the writer has it: it is out soon, or failed */
-            pthread_cond_wait(&b->lf__send_cv, &b->lf__send);
-        }
-    }
-    if (rc == 0)
-        rc = o.rc;
+    rc = lf__bound_post_wait(&g, &cs);
     pthread_mutex_unlock(&b->lf__send);
     if (g.s.self_ready)
         lf_follower_destroy(&g.s.self);
@@ -1902,43 +1978,68 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     return rc;
 }
 
-/* What lf_bound_call's cleanup needs. */
+/* What lf_bound_call's cleanup needs (bare: its request may be queued while it
+ * waits in its join). */
 typedef struct LF__CFG(lf__bound_callg) {
-    lf_bound *b;
+    lf__bound_sending s;
     lf_bound_ctx *c;
     lf__bound_out *o;
 } lf__bound_callg;
 
-/* CANCELLATION of lf_bound_call in its join (whose own cleanup withdrew c first):
- * its request is taken back if it is still queued, or waited for while the writer
- * has it (its bytes are on this thread's stack or the caller's). */
+/* The request is its caller's again (after the join, or in its cleanup): see
+ * lf__bound_out_settle. */
+static inline void lf__bound_call_settle(lf__bound_callg *g, int why)
+{
+    int cs = lf__nocancel_begin();
+    pthread_mutex_lock(&g->s.b->lf__send);
+    lf__bound_out_settle(&g->s, g->o, why);
+    pthread_mutex_unlock(&g->s.b->lf__send);
+    g->c->lf__out = NULL;
+    if (g->s.self_ready)
+        lf_follower_destroy(&g->s.self);
+    g->s.self_ready = 0;
+    lf__nocancel_end(cs);
+}
+
+/* CANCELLATION of a bare lf_bound_call in its join (whose own cleanup withdrew c
+ * first): its request is taken back if none of it is out, or waited for, or
+ * finished (its bytes are on this thread's stack or the caller's). */
 static inline void lf__bound_call_cancelled(void *arg)
 {
-    lf__bound_callg *g = (lf__bound_callg *)arg;
-    int cs = lf__nocancel_begin();
-    pthread_mutex_lock(&g->b->lf__send);
-    lf__bound_out_settle(g->b, g->o, ECANCELED);
-    pthread_mutex_unlock(&g->b->lf__send);
-    g->c->lf__out = NULL;
-    lf__nocancel_end(cs);
+    lf__bound_call_settle((lf__bound_callg *)arg, ECANCELED);
 }
 
 static inline int lf__bound_call_join(lf__bound_callg *g, const struct timespec *deadline)
 {
     int rc;
     LF__CLEANUP_PUSH(lf__bound_call_cancelled, g);
-    rc = lf_bound_join(g->b, g->c, deadline);
+    rc = lf_bound_join(g->s.b, g->c, deadline);
     LF__CLEANUP_POP(0);
     return rc;
 }
 
-/* Contract: the thread that owns c. The request is queued (PIPELINING) and the call
- * goes on to its join at once; the writer of the moment writes it meanwhile. */
+/* Hybrid: the request goes out before the join turns the reactor, so no handler
+ * runs on this thread while its bytes may still be read (a buffer the handlers
+ * reuse, a thread-local one, stays the caller's to change once the call returns). */
+static inline int lf__bound_call_out(lf__bound_plain *g)
+{
+    int rc, cs = lf__nocancel_begin();
+    pthread_mutex_lock(&g->s.b->lf__send);
+    rc = lf__bound_post_wait(g, &cs);
+    pthread_mutex_unlock(&g->s.b->lf__send);
+    if (g->s.self_ready)
+        lf_follower_destroy(&g->s.self);
+    lf__nocancel_end(cs);
+    return rc;
+}
+
+/* Contract: the thread that owns c. Bare: the request is queued (PIPELINING) and the
+ * call goes on to its join at once; the writer of the moment writes it meanwhile.
+ * Hybrid: the join begins once the request is out. */
 static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
                                 size_t len, const struct timespec *deadline)
 {
     lf__bound_out o;
-    lf__bound_sending s;
     lf__bound_callg g;
     struct timespec inherited;
     const struct timespec *until;
@@ -1958,40 +2059,48 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
     /* the send waits no longer than the joins below it on this stack (NESTING) */
     until = lf__bound_inherit(deadline, &inherited);
     lf__bound_out_init(&o, req, len, c, until);
-    s.b = b;
-    s.deadline = until;
-    s.self_ready = 0;
-    cs = lf__nocancel_begin(); /* a request goes out whole or not at all */
-    pthread_mutex_lock(&b->lf__send);
-    c->lf__out = &o;
-    rc = lf__bound_post_locked(&s, &o);
-    pthread_mutex_unlock(&b->lf__send);
-    if (s.self_ready)
-        lf_follower_destroy(&s.self);
-    lf__nocancel_end(cs);
-    if (rc != 0) {
-        /* refused, nothing of it written: withdraw the context (not counted as a
-         * cancel; a connection failure may have completed it already), collect it */
+    if (b->lf__r != NULL) {
+        lf__bound_plain p;
+        p.s.b = b;
+        p.s.deadline = until;
+        p.s.self_ready = 0;
+        p.o = &o;
+        p.c = c;
+        rc = lf__bound_call_out(&p);
+    } else {
+        g.s.b = b;
+        g.s.deadline = until;
+        g.s.self_ready = 0;
+        g.c = c;
+        g.o = &o;
+        cs = lf__nocancel_begin(); /* a request goes out whole or not at all */
+        pthread_mutex_lock(&b->lf__send);
+        c->lf__out = &o;
+        rc = lf__bound_post_locked(&g.s, &o);
+        pthread_mutex_unlock(&b->lf__send);
+        lf__nocancel_end(cs);
+        if (rc == 0) {
+            rc = lf__bound_call_join(&g, deadline);
+            /* the request is ours again: if it never went out whole, the call says
+             * why, as a send would (a shutdown's ECONNABORTED is ECANCELED then: not
+             * sent) */
+            lf__bound_call_settle(&g, rc == ECONNABORTED ? ECANCELED : rc);
+            return o.rc ? o.rc : rc;
+        }
         c->lf__out = NULL;
+        if (g.s.self_ready)
+            lf_follower_destroy(&g.s.self);
+    }
+    if (rc != 0) {
+        /* not out whole: withdraw the context (not counted as a cancel; a failure
+         * of the connection or the writer may have completed it already), collect */
         pthread_mutex_lock(&b->lf__lock);
         lf__bound_withdraw_locked(b, c, rc);
         pthread_mutex_unlock(&b->lf__lock);
         (void)lf_bound_join(b, c, NULL);
         return rc;
     }
-    g.b = b;
-    g.c = c;
-    g.o = &o;
-    rc = lf__bound_call_join(&g, deadline);
-    /* the request is ours again: if it never went out, the call says why, as a send
-     * that failed would (a shutdown's ECONNABORTED is ECANCELED then: not sent) */
-    cs = lf__nocancel_begin();
-    pthread_mutex_lock(&b->lf__send);
-    lf__bound_out_settle(b, &o, rc == ECONNABORTED ? ECANCELED : rc);
-    pthread_mutex_unlock(&b->lf__send);
-    lf__nocancel_end(cs);
-    c->lf__out = NULL;
-    return o.rc ? o.rc : rc;
+    return lf_bound_join(b, c, deadline);
 }
 
 /* Contract: any thread, any time (joins and sends that start later see it). */

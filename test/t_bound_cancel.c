@@ -13,9 +13,11 @@
  * 3. half read: A leads and has read half of B's reply when it is cancelled: B
  *    leads and gets its reply whole. Then a leader cancelled half-way through its
  *    own reply: the next leader skips the rest and gets its own.
- * 4. send: S is inside a send of 1 MiB that the server does not read yet (it holds
- *    the send token); T waits for the token and is cancelled there (not in flight
- *    any more). S is cancelled mid-request: its request still goes out whole (the
+ * 4. send: S is inside a send of 1 MiB that the server does not read yet (it is the
+ *    writer, waiting for room); T's request queues behind it and T is cancelled
+ *    while it waits (bare: in its join; hybrid: for its request to go out), not in
+ *    flight any more, its request taken back unsent. S is cancelled mid-request:
+ *    its request still goes out whole (the
  *    server checks it), S is cancelled in its join, and a later call gets its reply
  *    through the same stream.
  * 5. shutdown: with the leader cancelled and a follower still waiting,
@@ -27,7 +29,8 @@
  *    counted once in stats.cancelled; nothing hangs (watchdog).
  * With lf_bound.h before its cleanup handlers, part 1 hangs (the dead leader keeps
  * the slot), part 2 fails (the context stays in flight: destroy says EBUSY), and
- * part 4 hangs (the send token dies with S, half a request on the wire).
+ * part 4 hangs (the send token, as it was then, died with S, half a request on the
+ * wire).
  * t_reactor_bound_cancel.c runs the same file in hybrid mode (the waiters turn an
  * lf_reactor; "leads" there means leads the reactor's pool). */
 #include "../lf_bound.h"
@@ -396,11 +399,11 @@ static void send_cancelled(void)
     bound_open(1);
     lft_store(&srv_paused, 1);
     start(&sender, 401, BIG);
-    /* bytes arrived: S holds the send token, and stays inside the send (its
-     * request is far larger than the socket holds) until the server reads */
+    /* bytes arrived: S is the writer, and stays inside the send (its request is
+     * far larger than the socket holds) until the server reads */
     AWAIT(lft_readable(srv_fd), "S's first bytes");
     start(&t, 402, 4);
-    AWAIT(bst().in_flight == 2u, "T expects (it waits for the token next)");
+    AWAIT(bst().in_flight == 2u, "T expects (its request queues behind S's next)");
     cancel_and_join(&t);
     s = bst();
     CHECK_EQ(s.cancelled, 1ULL);

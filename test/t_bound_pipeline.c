@@ -17,7 +17,15 @@
  *    follow a cut request. The peer got a prefix of the cut request and nothing
  *    else; one send failure is counted; later calls say EPIPE.
  * 4. storm: 8 threads, many calls each, against an echo server: every reply right
- *    (exactly once), as many replies as calls, never more writes than requests. */
+ *    (exactly once), as many replies as calls, never more writes than requests.
+ * 5. not held: the writer's own request is out and a 1 MiB request of another call
+ *    is cut part-way by a full socket; the peer answers the writer and then reads no
+ *    more until the writer's call returned. It returns (0): the cut request is handed
+ *    on to its own caller, who finishes it once the peer reads again (it was held
+ *    until the peer read the rest: a dead-lock here).
+ * 6. hybrid: requests encoded in a thread-local buffer that a handler reuses for a
+ *    nested call: a call's request is out before its join runs a handler, so every
+ *    request reaches the peer as it was encoded (the queued one was overwritten). */
 #ifndef LF_BOUND_WRITE_ROUNDS
 #define LF_BOUND_WRITE_ROUNDS 1
 #endif
@@ -378,6 +386,159 @@ static double storm(unsigned long long *writes)
     return (double)n * NT / (double)st.writes;
 }
 
+/* 5 */
+static LFT_ATOMIC(int) writer_back;
+
+static void *held_peer(void *arg)
+{
+    unsigned char skip[4096], h[HDR], body[BODY];
+    size_t left = junk;
+    uint64_t id;
+    size_t len;
+    (void)arg;
+    while (left) {
+        size_t n = left < sizeof skip ? left : sizeof skip;
+        CHECK(lft_read_all(SV[1], skip, n));
+        left -= n;
+    }
+    CHECK(lft_read_all(SV[1], h, HDR)); /* the writer's request, first in the queue */
+    CHECK_EQ(lft_parse(NULL, h, &id, &len), 0);
+    CHECK(id == 50 && len == BODY);
+    CHECK(lft_read_all(SV[1], body, BODY));
+    lft_write_all(SV[1], h, HDR);
+    lft_write_all(SV[1], body, BODY);
+    AWAIT(lft_load(&writer_back), "the writer's call to return while the peer reads nothing");
+    CHECK(lft_read_all(SV[1], h, HDR)); /* now the big one, whole */
+    CHECK_EQ(lft_parse(NULL, h, &id, &len), 0);
+    CHECK(id == 51 && len == BIG - HDR);
+    for (size_t got = 0; got < len;) {
+        size_t n = len - got < sizeof skip ? len - got : sizeof skip;
+        CHECK(lft_read_all(SV[1], skip, n));
+        CHECK(memcmp(skip, big + HDR + got, n) == 0);
+        got += n;
+    }
+    lft_put_header(h, MAGIC, 0, 51);
+    lft_write_all(SV[1], h, HDR);
+    return NULL;
+}
+
+static void *big51(void *arg)
+{
+    lf_bound_ctx c;
+    unsigned char reply[8];
+    (void)arg;
+    CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
+    lft_store(&big_rc, lf_bound_call(&B, &c, 51, big, BIG, NULL));
+    lf_bound_ctx_destroy(&c);
+    return NULL;
+}
+
+static void not_held(void)
+{
+    pthread_t w, bt, peer;
+    struct call kw;
+    big = (unsigned char *)malloc(BIG);
+    CHECK(big != NULL);
+    lft_put_header(big, MAGIC, BIG - HDR, 51);
+    for (size_t i = HDR; i < BIG; i++)
+        big[i] = (unsigned char)(i * 17);
+    open_pair(16384);
+    fill_socket();
+    lft_store(&writer_back, 0);
+    kw.id = 50;
+    kw.secs = 60; /* far away: the writer must not need it to get back */
+    kw.n = 1;
+    CHECK(pthread_create(&w, NULL, caller, &kw) == 0);
+    AWAIT(stats().queued == 1, "the writer waiting for room");
+    CHECK(pthread_create(&bt, NULL, big51, NULL) == 0);
+    AWAIT(stats().queued == 2, "the big request queued behind it");
+    CHECK(pthread_create(&peer, NULL, held_peer, NULL) == 0);
+    lft_join(w);
+    CHECK_EQ(kw.rc, 0);
+    lft_store(&writer_back, 1);
+    lft_join(bt);
+    CHECK_EQ(lft_load(&big_rc), 0);
+    lft_join(peer);
+    CHECK_EQ(stats().send_failures, 0ull);
+    CHECK_EQ(stats().queued, 0u);
+    close_pair();
+    free(big);
+}
+
+#ifdef LFT_HYBRID
+/* 6 */
+static _Thread_local unsigned char scratch[HDR + BODY]; /* an encoder's buffer */
+static int pipefd[2];
+
+static int scratch_call(uint64_t id)
+{
+    unsigned char reply[BODY], want[BODY];
+    lf_bound_ctx c;
+    int rc;
+    CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
+    lft_put_header(scratch, MAGIC, BODY, id);
+    fill_body(scratch + HDR, id);
+    rc = lf_bound_call(&B, &c, id, scratch, sizeof scratch, NULL);
+    fill_body(want, id); /* (scratch may hold a nested call's request by now) */
+    if (rc == 0)
+        CHECK(c.len == BODY && memcmp(reply, want, BODY) == 0);
+    lf_bound_ctx_destroy(&c);
+    return rc;
+}
+
+static LFT_ATOMIC(int) nested_rc = -1;
+
+static int on_pipe(lf_handler *h, int fd, uint32_t events)
+{
+    char ch;
+    (void)h;
+    (void)events;
+    if (read(fd, &ch, 1) == 1)
+        lft_store(&nested_rc, scratch_call(62)); /* the same thread-local buffer */
+    return LF_KEEP;
+}
+
+static void on_pipe_close(lf_handler *h)
+{
+    (void)h;
+}
+
+static void *scratch_caller(void *arg)
+{
+    return (void *)(intptr_t)scratch_call((uint64_t)(intptr_t)arg);
+}
+
+static void reused_buffer(void)
+{
+    pthread_t w, t, srv;
+    lf_handler ph;
+    open_pair(16384);
+    fill_socket();
+    reset_peer();
+    CHECK(pipe(pipefd) == 0);
+    lf_handler_init(&ph, on_pipe, on_pipe_close);
+    CHECK_EQ(lf_reactor_register(&R, &ph, pipefd[0], LF_EV_READ | LF_EV_KEEPFD), 0);
+    CHECK(pthread_create(&w, NULL, scratch_caller, (void *)(intptr_t)60) == 0);
+    AWAIT(stats().queued == 1, "the writer waiting for room");
+    CHECK(write(pipefd[1], "x", 1) == 1); /* a handler that calls, for whoever turns */
+    CHECK(pthread_create(&t, NULL, scratch_caller, (void *)(intptr_t)61) == 0);
+    AWAIT(stats().queued == 2, "the second call queued");
+    CHECK(pthread_create(&srv, NULL, echo_server, NULL) == 0);
+    CHECK_EQ((int)(intptr_t)lft_join(w), 0);
+    CHECK_EQ((int)(intptr_t)lft_join(t), 0);
+    AWAIT(lft_load(&nested_rc) != -1, "the handler's call");
+    CHECK_EQ(lft_load(&nested_rc), 0);
+    CHECK_EQ(lft_load(&peer_errors), 0); /* every request as it was encoded */
+    CHECK_EQ(lft_load(&peer_seen_mask), (1ull << 60) | (1ull << 61) | (1ull << 62));
+    CHECK_EQ(lf_reactor_remove(&R, &ph), 0);
+    shutdown(SV[0], SHUT_WR);
+    lft_join(srv);
+    close_pair();
+    close(pipefd[0]);
+    close(pipefd[1]);
+}
+#endif
+
 int main(void)
 {
     unsigned long long w1, w4;
@@ -392,10 +553,21 @@ int main(void)
     queued = cut();
     lft_progress();
     per_write = storm(&w4);
+    lft_progress();
+    not_held();
+#ifdef LFT_HYBRID
+    reused_buffer();
+#endif
     printf("t_bound_pipeline %s %s/%s: %d requests queued behind a full socket went out in "
            "%llu write(s); a queued call's deadline took it back unsent; a cut request failed "
            "the %d queued behind it with EPIPE at once; storm: %.2f requests per write "
-           "(%llu writes)\n",
-           MODE, lf_promote_name(), lf_sync_name(), NT, w1, queued, per_write, w4);
+           "(%llu writes); a writer not held by a request cut part-way%s\n",
+           MODE, lf_promote_name(), lf_sync_name(), NT, w1, queued, per_write, w4,
+#ifdef LFT_HYBRID
+           "; a request in a buffer a handler reuses went out as encoded"
+#else
+           ""
+#endif
+    );
     return 0;
 }

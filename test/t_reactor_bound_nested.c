@@ -1,6 +1,6 @@
 /* Hybrid lf_bound: a send that waits for room (8 MiB to a server that starts reading
- * after 200 ms) runs no handler while it holds the send token: a ready handler that
- * sends on the same bound would wait for a token its own thread holds (it used to, in
+ * after 200 ms) runs no handler while it is the writer: a ready handler that sends on
+ * the same bound would wait behind a request its own thread is writing (it used to, in
  * the reactor turn such a send took: for good), and would see the send's cancel
  * state. The handler runs afterwards (in the join's turns, or in the test's own if the
  * reply came first), with the caller's cancel state (enabled), and its own call on

@@ -617,6 +617,7 @@ bench: setup
 	 bench/promote.sh $(BUILD)/bench || rc=1; \
 	 bench/handoff.sh $(BUILD)/bench || rc=1; \
 	 bench/memc.sh $(BUILD)/bench || rc=1; \
+	 bench/redis.sh $(BUILD)/bench || rc=1; \
 	 bench/gw.sh $(BUILD)/bench || rc=1; \
 	 bench/httpd.sh $(BUILD)/bench || rc=1; \
 	 echo "make bench: $$(($$(date +%s) - start)) s on $$(nproc) CPUs ($$(uname -m)), results in bench/results/"; \

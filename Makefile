@@ -344,6 +344,16 @@ $(RESULTS)/compile/memcached:
 	@test/check.sh $@ "memcached: 8 threads share one connection, every value checked; killed mid-run, every waiter wakes; killed and restarted, the threads reconnect (also hybrid); connect errors, cancellation (plain, ASan+UBSan, TSan)" compiles -- test/memcached.sh $(CC) $(BUILD)/memcached $(if $(filter 1,$(FULL)),full)
 RUN_compile += $(RESULTS)/compile/memcached
 
+# A real Redis (redis-server installed if missing, started on loopback): bench/redis.h's
+# client on lf_bound's in-order mode, 8 threads x 10^4 GET/SET/DEL/INCR over one
+# connection with every value checked, server errors and timed-out calls mixed in;
+# redis-server killed mid-run (every waiter wakes, none hangs), killed and restarted
+# under load (the threads reconnect); the framing's edges and connect errors against a
+# fake server; plain and TSan (the full run: FIFO and ASan+UBSan too).
+$(RESULTS)/compile/redis:
+	@test/check.sh $@ "redis: 8 threads share one in-order connection, every value checked; killed mid-run, every waiter wakes; killed and restarted, the threads reconnect; malformed replies, connect errors, cancellation (plain and TSan; the full run adds FIFO and ASan+UBSan)" compiles -- test/redis.sh $(CC) $(BUILD)/redis $(if $(filter 1,$(FULL)),full)
+RUN_compile += $(RESULTS)/compile/redis
+
 # The hybrid gateway (bench/gw_lf.c: lf_reactor.h + memc.h, calls nested in handlers)
 # against a real memcached: 4,000 busy connections on default stacks, every reply
 # checked, the nesting within its limit; memcached stopped, then killed and restarted

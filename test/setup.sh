@@ -4,10 +4,10 @@
 # installs what is missing; otherwise it prints the command to run.
 set -u
 full=${1:-}
-pkgs="gcc g++ clang lld libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev memcached"
+pkgs="gcc g++ clang lld libclang-rt-dev make pkg-config cmake cppcheck clang-tidy spin liburcu-dev memcached redis-server"
 [ "$full" = full ] && pkgs="$pkgs gcc-multilib musl-tools"
 missing=""
-for tool in gcc g++ clang clang++ make pkg-config cmake cppcheck clang-tidy spin timeout memcached; do
+for tool in gcc g++ clang clang++ make pkg-config cmake cppcheck clang-tidy spin timeout memcached redis-server; do
     command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
 done
 pkg-config --exists 'liburcu-memb >= 0.13' 2>/dev/null || missing="$missing liburcu"

@@ -22,17 +22,18 @@
  *   redis_close(&r);
  *
  *   Deadlines are absolute CLOCK_MONOTONIC times (lf_deadline_in(&d, ns) makes one).
- *   Keys are C strings (binary-safe values, not keys).
+ *   Keys are C strings (no NUL inside; the empty key too); values are any bytes.
  *
  * TO TAKE IT AWAY
  *   Copy redis.h, lf_bound.h and lf.h into one directory of your project (redis.h
  *   includes "lf_bound.h", found beside it or through -I). Nothing else: no liburcu,
  *   no hiredis, no other file of this repository. Build: cc -std=c11
  *   -D_POSIX_C_SOURCE=200809L app.c -pthread (C11 and POSIX threads, as lf_bound.h
- *   needs). Every file that shares a redis includes it with the same LF_PROMOTE and
- *   LF_SYNC (lf.h) and the same LF_BOUND_HEADER_MAX (FRAMING below). LF_PROMOTE_FIFO
- *   suits a server that answers in order: the oldest waiter leads and usually reads
- *   its own reply first (bench/redis.sh measures both).
+ *   needs; it also compiles as C++17). Every file that shares a redis includes it
+ *   with the same LF_PROMOTE and LF_SYNC (lf.h) and the same LF_BOUND_HEADER_MAX
+ *   (FRAMING below). LF_PROMOTE_FIFO suits a server that answers in order: the
+ *   oldest waiter leads and usually reads its own reply first (bench/redis.sh
+ *   measures both).
  *
  * RESULTS of redis_get, redis_set, redis_del, redis_incr, redis_ping: one meaning each.
  *   0           done (get: the value is in buf, *len bytes; incr: *value is the new
@@ -44,7 +45,8 @@
  *   EMSGSIZE    get: the value does not fit in buf; *len says how long it is (its
  *               bytes were read and dropped). The connection goes on
  *   E2BIG       the key or the value is longer than REDIS_BULK_MAX: nothing sent
- *   EINVAL      our own refusal, nothing sent: r, key or an output pointer NULL, a
+ *   EINVAL      our own refusal, nothing sent: r or key NULL, get's len NULL or its
+ *               buf NULL with cap above 0, set's val NULL with len above 0, a
  *               negative ttl_ms, a malformed deadline
  *   ECONNRESET  the connection ended (Redis went away) before the reply came: a set,
  *               del or incr may have been applied. Every waiter on it wakes with it,
@@ -219,6 +221,11 @@
  *     client that needs them parses nested replies in the frame hook. Never sent:
  *     MULTI, SUBSCRIBE, MONITOR, CLIENT REPLY OFF (each changes which requests get
  *     replies, which the in-order matching depends on).
+ *   - Replies are matched by their position alone. A server (or a proxy) that
+ *     dropped a reply or answered one command twice would shift every later reply
+ *     onto the wrong call: redis.h sees it when a reply does not fit its request
+ *     (EPROTO, the connection dead), not when it happens to fit (a GET answered
+ *     with another GET's value). Redis answers each command exactly once.
  *   - No AUTH, SELECT or HELLO: the server's default user and database 0. A server
  *     with requirepass answers every command "-NOAUTH ...": EIO. (To add them: send
  *     them as calls right after each redis__conn_open, before the connection is
@@ -1107,7 +1114,12 @@ static inline int redis_stats(redis *r, struct redis_stats *out)
 /* ------------------------------------------------------------------ the calls */
 
 /* weak: one buffer per thread for the program, however many files include redis.h */
-__attribute__((weak)) _Thread_local char redis__last_error[REDIS_ERROR_MAX + 1];
+#ifdef __cplusplus
+#define REDIS__THREAD_LOCAL thread_local
+#else
+#define REDIS__THREAD_LOCAL _Thread_local
+#endif
+__attribute__((weak)) REDIS__THREAD_LOCAL char redis__last_error[REDIS_ERROR_MAX + 1];
 
 /* Contract: any thread. The text of its last server error, or "". */
 static inline const char *redis_last_error(void)
@@ -1170,7 +1182,7 @@ static inline void redis__call_guarded(struct redis__guard *g, const char *req, 
 static inline int redis__result(struct redis__call *call, int rc)
 {
     if (rc == EBADMSG) /* read_body refused: too long for the buffer, or out of step */
-        return call->why;
+        return call->why ? call->why : EPROTO;
     if (rc != 0)
         return rc;
     switch (call->type) {
@@ -1247,7 +1259,7 @@ static inline int redis_get(redis *r, const char *key, void *buf, size_t cap, si
         redis__last_error[0] = '\0';
         return EINVAL;
     }
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     call.want = REDIS__WANT_BULK;
     call.val = buf;
     call.cap = buf ? cap : 0;
@@ -1273,7 +1285,7 @@ static inline int redis_set(redis *r, const char *key, const void *val, size_t l
         redis__last_error[0] = '\0';
         return EINVAL;
     }
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     call.want = REDIS__WANT_OK;
     argv[0] = "SET";
     lens[0] = 3;
@@ -1301,7 +1313,7 @@ static inline int redis_del(redis *r, const char *key, const struct timespec *de
         redis__last_error[0] = '\0';
         return EINVAL;
     }
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     call.want = REDIS__WANT_INT;
     argv[0] = "DEL";
     lens[0] = 3;
@@ -1323,7 +1335,7 @@ static inline int redis_incr(redis *r, const char *key, long long *value,
         redis__last_error[0] = '\0';
         return EINVAL;
     }
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     call.want = REDIS__WANT_INT;
     argv[0] = "INCR";
     lens[0] = 4;
@@ -1341,7 +1353,7 @@ static inline int redis_ping(redis *r, const struct timespec *deadline)
     struct redis__call call;
     const void *argv[1];
     size_t lens[1];
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     call.want = REDIS__WANT_PONG;
     argv[0] = "PING";
     lens[0] = 4;

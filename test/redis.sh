@@ -14,7 +14,8 @@
 #   4. the framing's edges and malformed replies from a fake server in the test;
 #   5. redis_open_until's errors and a connection's life (reconnect, automatic mode,
 #      shutdown, close, pthread_cancel) against the fake server.
-# Also: redis.h copied with lf_bound.h and lf.h alone builds a program (no -I).
+# Also: redis.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
+# compiles as C++17.
 # About 30 s.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/redis.sh CC BUILD_DIR [full]" >&2; exit 2; }
@@ -39,6 +40,13 @@ mkdir -p "$build/copy"
 cp "$root/bench/redis.h" "$root/lf_bound.h" "$root/lf.h" "$root/bench/redis_bench.c" "$build/copy/"
 # shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/redis_bench" "$build/copy/redis_bench.c" -pthread
+# and it compiles as C++17 (the C++ compiler of the same family, when there is one)
+case $cc in *clang*) cxx=clang++ ;; *) cxx=g++ ;; esac
+if command -v "$cxx" >/dev/null 2>&1; then
+    printf '#include "redis.h"\n' >"$build/copy/cxx.cc"
+    $cxx -std=c++17 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
+        "$build/copy/cxx.cc"
+fi
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"
 # shellcheck disable=SC2086
 $cc $strict -O2 -g -o "$build/t_redis" "$root/test/t_redis.c" -pthread

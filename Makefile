@@ -617,7 +617,7 @@ fuzz: setup
 	@test/fuzz.sh $(BUILD)/fuzz-long $(FUZZ_S) merge
 
 # Every benchmark, each failing or not on its own, then the verdict. QUICK=1 runs one
-# short round of each (under 3 minutes); the default size takes about 22.
+# short round of each (under 3 minutes); the default size takes about 24.
 QUICK ?= 0
 bench: setup
 	@start=$$(date +%s); rc=0; \

@@ -1119,6 +1119,7 @@ static inline int redis_stats(redis *r, struct redis_stats *out)
 #else
 #define REDIS__THREAD_LOCAL _Thread_local
 #endif
+extern REDIS__THREAD_LOCAL char redis__last_error[REDIS_ERROR_MAX + 1];
 __attribute__((weak)) REDIS__THREAD_LOCAL char redis__last_error[REDIS_ERROR_MAX + 1];
 
 /* Contract: any thread. The text of its last server error, or "". */

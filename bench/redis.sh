@@ -44,14 +44,17 @@ redis_need /usr/include/hiredis/hiredis.h libhiredis-dev "$build/apt.log" || tru
 # -- build ---------------------------------------------------------------------------
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -I$root -I$here"
 variants="bound bound.fifo hiredis hiredis.mutex"
+# shellcheck disable=SC2086 # cflags is a list of flags
 if ! $cc $cflags -DREDIS_WITH_HIREDIS -o "$build/redis_bench" "$here/redis_bench.c" \
     -lhiredis -pthread 2>"$build/redis_bench.log"; then
     echo "bench: redis: hiredis unavailable (see $build/redis_bench.log): no hiredis rows" >&2
+    # shellcheck disable=SC2086
     $cc $cflags -o "$build/redis_bench" "$here/redis_bench.c" -pthread
     variants="bound bound.fifo"
 fi
 # the bound with FIFO promotion: Redis answers a connection's commands in order, the
 # case where the pattern says the oldest waiter should lead
+# shellcheck disable=SC2086
 $cc $cflags -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/redis_bench.fifo" "$here/redis_bench.c" -pthread
 
 # -- the rows ------------------------------------------------------------------------

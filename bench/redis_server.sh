@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # bench/redis_server.sh - sourced by test/redis.sh and bench/redis.sh: install what
 # the Redis runs need, start a private redis-server on loopback, stop it.
 #

@@ -1222,7 +1222,7 @@ static inline int lf__bound_ring_room(lf_bound *b)
         return 0;
     while (used + b->lf__in_flight + 1 > cap)
         cap *= 2;
-    if ((r = (lf_bound_ctx **)calloc(cap, sizeof *r)) == NULL)
+    if ((r = (lf_bound_ctx **)calloc(cap, sizeof(lf_bound_ctx *))) == NULL)
         return ENOMEM;
     for (unsigned long long i = b->lf__ring_head; i != b->lf__ring_tail; i++)
         r[i & (cap - 1)] = b->lf__ring[i & (b->lf__ring_cap - 1)];
@@ -1300,6 +1300,14 @@ typedef struct LF__CFG(lf__bound_sending) {
 } lf__bound_sending;
 
 static inline int lf__bound_room_hybrid(lf__bound_sending *s);
+
+static inline void lf__bound_sending_init(lf__bound_sending *s, lf_bound *b,
+                                          const struct timespec *deadline)
+{
+    memset((void *)s, 0, sizeof *s); /* (self: made on first use, see self_ready) */
+    s->b = b;
+    s->deadline = deadline;
+}
 
 /* A waiting sender's share of the reader's work, bounded: the replies that are there
  * read and handed out, then back to its send. Under the receive lock (hybrid: the
@@ -1693,9 +1701,7 @@ static inline void lf__bound_adopt(lf_bound *b, lf__bound_out *own)
     if (own == NULL || !lf__load(&b->lf__orphaned, relaxed) ||
         lf__load(&own->state, relaxed) != LF__OUT_QUEUED)
         return;
-    s.b = b;
-    s.deadline = own->deadline;
-    s.self_ready = 0;
+    lf__bound_sending_init(&s, b, own->deadline);
     cs = lf__nocancel_begin();
     pthread_mutex_lock(&b->lf__send);
     /* (a request of ours that never began and whose deadline passed is the join's to
@@ -1838,9 +1844,7 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
         return rc ? rc : lf__load(&b->lf__send_failed, relaxed);
     }
     lf__bound_out_init(&o, data, len, NULL, deadline);
-    g.s.b = b;
-    g.s.deadline = deadline;
-    g.s.self_ready = 0;
+    lf__bound_sending_init(&g.s, b, deadline);
     g.o = &o;
     g.c = NULL;
     cs = lf__nocancel_begin();
@@ -2061,20 +2065,17 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
     lf__bound_out_init(&o, req, len, c, until);
     if (b->lf__r != NULL) {
         lf__bound_plain p;
-        p.s.b = b;
-        p.s.deadline = until;
-        p.s.self_ready = 0;
+        lf__bound_sending_init(&p.s, b, until);
         p.o = &o;
         p.c = c;
         rc = lf__bound_call_out(&p);
     } else {
-        g.s.b = b;
-        g.s.deadline = until;
-        g.s.self_ready = 0;
+        lf__bound_sending_init(&g.s, b, until);
         g.c = c;
         g.o = &o;
         cs = lf__nocancel_begin(); /* a request goes out whole or not at all */
         pthread_mutex_lock(&b->lf__send);
+        /* cppcheck-suppress autoVariables ; cleared before we return (call_settle) */
         c->lf__out = &o;
         rc = lf__bound_post_locked(&g.s, &o);
         pthread_mutex_unlock(&b->lf__send);

@@ -68,9 +68,13 @@
  *       LF_BOUND_HEADER_MAX fails the connection); anything else: EPROTO.
  *   read_body(user, ctx, bytes, n, offset)      (may be NULL: copy to ctx->buf)
  *       Place n body bytes, starting at body offset `offset`, into the context (decode,
- *       scatter, ...). 0, or non-zero: that context fails with EBADMSG and the rest of
- *       the body is skipped. Runs under the bound's lock: keep it short, never call
- *       lf_bound_* from it.
+ *       scatter, ...). 0; LF_BOUND_BROKEN: the stream is out of step (under
+ *       LF_BOUND_IN_ORDER, a reply that does not answer its request): the connection
+ *       fails with EPROTO, for this call and every other; anything else: that
+ *       context fails with EBADMSG and the rest of the body is skipped. Runs under the bound's lock: keep it
+ *       short, never call lf_bound_* from it. A frame's header hook and then its
+ *       read_body calls run on one reader, before the next frame's header hook: a
+ *       hook may keep what the header said for the body in `user`.
  *   max_body       a body_len above this, in any frame (skipped ones too), fails the
  *                  connection with EPROTO (0: no limit).
  *   flags          LF_BOUND_STRICT: a reply whose id nobody waits for fails the
@@ -463,6 +467,7 @@
 
 #define LF_BOUND_STRICT 1u /* hooks.flags: a reply for nobody fails the connection */
 #define LF_BOUND_IN_ORDER 2u /* hooks.flags: replies come in request order, no ids */
+#define LF_BOUND_BROKEN INT_MIN /* read_body: the stream is out of step, fail it */
 
 /* tags named after the configuration, as lf.h's (LF__CFG) */
 typedef struct LF__CFG(lf_bound) lf_bound;
@@ -853,6 +858,12 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
                 bad = k->read_body(k->user, c, at, n, b->lf__body_off);
             else
                 memcpy((char *)c->buf + b->lf__body_off, at, n);
+            if (bad == LF_BOUND_BROKEN) { /* out of step: nothing after it holds */
+                b->lf__rx_start += n;
+                lf__bound_fail_locked(b, EPROTO, self);
+                pthread_mutex_unlock(&b->lf__lock);
+                return EPROTO;
+            }
             if (bad) {
                 b->lf__stats.refused++;
                 lf__bound_finish(b, c, EBADMSG, c != self);

@@ -17,7 +17,9 @@
  * 6. misuse: lf_bound_expect says ENOTSUP (the place is the id), a call with no
  *    request EINVAL.
  * 7. hybrid only (a reactor thread reads while nothing waits): a reply with no
- *    request before it fails the connection with EPROTO. */
+ *    request before it fails the connection with EPROTO.
+ * 8. a read_body hook that finds a reply out of step (LF_BOUND_BROKEN) fails the
+ *    connection: that call, and the calls after it, say EPROTO. */
 #include "../lf_bound.h"
 #include "lf_frames.h"
 
@@ -46,6 +48,18 @@ static int parse(void *user, const unsigned char *h, uint64_t *id, size_t *len)
     return rc;
 }
 
+static int checked_body(void *user, lf_bound_ctx *c, const unsigned char *bytes, size_t n,
+                        size_t offset)
+{
+    (void)user;
+    if (offset == 0 && n > 0 && bytes[0] == 'P')
+        return LF_BOUND_BROKEN; /* "this reply does not answer its request" */
+    memcpy((char *)c->buf + offset, bytes, n);
+    return 0;
+}
+
+static int with_read_body;
+
 static void open_pair(int sndbuf)
 {
     struct lf_bound_hooks h;
@@ -55,6 +69,8 @@ static void open_pair(int sndbuf)
     h.header_len = HDR;
     h.parse_header = parse;
     h.flags = LF_BOUND_IN_ORDER;
+    if (with_read_body)
+        h.read_body = checked_body;
     CHECK_EQ(lf_bound_init(&B, SV[0], &h), 0);
 #ifdef LFT_HYBRID
     CHECK_EQ(lf_reactor_init(&R), 0);
@@ -356,6 +372,28 @@ static void unsolicited(void)
 }
 #endif
 
+/* 8 */
+static void out_of_step(void)
+{
+    pthread_t srv;
+    unsigned char reply[BODY];
+    lf_bound_ctx c;
+    with_read_body = 1;
+    open_pair(65536);
+    junk = 0;
+    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
+    CHECK_EQ(call(&c, 'E', 10, 0, 60000), 0);
+    CHECK_EQ(call(&c, 'P', 10, 1, 60000), EPROTO);
+    CHECK_EQ(stats().failed, EPROTO);
+    CHECK_EQ(call(&c, 'E', 10, 2, 60000), EPROTO);
+    lf_bound_ctx_destroy(&c);
+    shutdown(SV[0], SHUT_WR);
+    lft_join(srv);
+    close_pair();
+    with_read_body = 0;
+}
+
 int main(void)
 {
     int n = (int)lft_scaled(2000);
@@ -371,12 +409,14 @@ int main(void)
     queued();
     lft_progress();
     misuse();
+    out_of_step();
 #ifdef LFT_HYBRID
     unsolicited();
 #endif
     printf("t_bound_inorder %s %s/%s: %d x %d calls matched in order with no ids; a "
            "timed-out and a cancelled call's replies dropped in their turn; requests with "
-           "no reply; calls queued behind a full socket%s\n",
+           "no reply; calls queued behind a full socket; a reply out of step failed the "
+           "connection%s\n",
            MODE, lf_promote_name(), lf_sync_name(), NT, n,
 #ifdef LFT_HYBRID
            "; a reply for nobody failed the connection (EPROTO)"

@@ -488,12 +488,13 @@ static inline void redis__take(void *dst, size_t at, size_t len, const unsigned 
 }
 
 /* The reply does not answer the request: the stream is out of step (no id says
- * otherwise), the call fails with EPROTO and the next header fails the connection. */
+ * otherwise): the bound fails the connection at once (EPROTO for this call and every
+ * other); rx_bad makes any header still read fail it too. */
 static inline int redis__out_of_step(struct redis__conn *c, struct redis__call *call)
 {
     call->why = EPROTO;
     c->rx_bad = 1;
-    return EPROTO; /* (the bound: EBADMSG for this call, the rest of the body skipped) */
+    return LF_BOUND_BROKEN;
 }
 
 /* The read_body hook: body bytes [off, off + n) of the call's reply, in any split. */

@@ -560,6 +560,7 @@ struct LF__CFG(lf_bound) {
     /* LF_BOUND_IN_ORDER: the contexts whose requests are on the wire, in wire order
      * (NULL: withdrawn, its reply is dropped in its turn); positions count from 0 */
     lf_bound_ctx **lf__ring;
+    lf_bound_ctx *lf__pending; /* ... and those expected, not on the wire yet (a list) */
     size_t lf__ring_cap;      /* a power of two */
     unsigned long long lf__ring_head, lf__ring_tail; /* the next reply's, the next request's */
     lf_bound_ctx *lf__cur;    /* the context the frame being read is for, or NULL */
@@ -620,14 +621,19 @@ static inline lf_bound_ctx *lf__bmap_find(lf_bound *b, uint64_t id)
     return c;
 }
 
-static inline void lf__bmap_insert(lf_bound *b, lf_bound_ctx *c)
+/* c at the front of the list at *head (a hash chain, or the in-order pending list) */
+static inline void lf__blist_insert(lf_bound_ctx **head, lf_bound_ctx *c)
 {
-    lf_bound_ctx **head = lf__bmap_head(b, c->id);
     c->lf__next = *head;
     c->lf__pprev = head;
     if (*head)
         (*head)->lf__pprev = &c->lf__next;
     *head = c;
+}
+
+static inline void lf__bmap_insert(lf_bound *b, lf_bound_ctx *c)
+{
+    lf__blist_insert(lf__bmap_head(b, c->id), c);
 }
 
 static inline void lf__bmap_remove(lf_bound_ctx *c)
@@ -719,6 +725,11 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
             c->lf__pprev = NULL;
             lf__bound_finish(b, c, waiters, c != self);
         }
+    }
+    while (b->lf__pending != NULL) { /* in order, not on the wire yet */
+        lf_bound_ctx *c = b->lf__pending;
+        lf__bmap_remove(c);
+        lf__bound_finish(b, c, waiters, c != self);
     }
     for (; b->lf__ring_head != b->lf__ring_tail; b->lf__ring_head++) {
         lf_bound_ctx *c = b->lf__ring[b->lf__ring_head & (b->lf__ring_cap - 1)];
@@ -1268,6 +1279,8 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         c->lf__pprev = NULL;
         if (!in_order)
             lf__bmap_insert(b, c);
+        else
+            lf__blist_insert(&b->lf__pending, c);
         b->lf__in_flight++;
     }
     pthread_mutex_unlock(&b->lf__lock);
@@ -1512,28 +1525,38 @@ static inline void lf__bound_q_expire(lf_bound *b, lf_bound_ctx *self)
  * or NULL for one withdrawn meanwhile, whose reply is dropped in its turn; a plain
  * send's request has no reply and no place). Before the write, not after: the reply
  * may be read before the writer is back. */
-static inline void lf__bound_ring_enter(lf_bound *b, lf__bound_out *h, int n)
+static inline int lf__bound_ring_enter(lf_bound *b, lf__bound_out *h, int n)
 {
+    int rc = 0;
     pthread_mutex_lock(&b->lf__lock);
     for (lf__bound_out *o = h; o != NULL && n > 0; o = o->next, n--) {
         lf_bound_ctx *c = o->c;
         if (c == NULL || o->pos != 0)
             continue; /* no reply, or placed by an earlier write */
         if (c->lf__state != LF__BC_WAITING)
-            c = NULL;
+            c = NULL; /* (its call ended and may be collected: room not kept for it) */
+        if (b->lf__ring_tail - b->lf__ring_head == b->lf__ring_cap &&
+            lf__bound_ring_room(b) != 0) {
+            lf__bound_fail_locked(b, ENOMEM, NULL); /* no place: nothing can match */
+            rc = ENOMEM;
+            break;
+        }
         b->lf__ring[b->lf__ring_tail & (b->lf__ring_cap - 1)] = c;
         o->pos = ++b->lf__ring_tail;
         if (c != NULL) {
+            lf__bmap_remove(c); /* off the pending list: on the wire */
             c->lf__pos = o->pos;
             c->id = o->pos - 1;
         }
     }
     pthread_mutex_unlock(&b->lf__lock);
+    return rc;
 }
 
 /* After a write (lf__send held): the requests placed for it that did not go out (no
  * byte of them) give their places back. They hold the last places (the writer is
- * the only one to place), and no reply can have come for them. */
+ * the only one to place). A place the reader took meanwhile (a reply for a request
+ * not sent: the server is out of step) or a failure cleared is not given back. */
 static inline void lf__bound_ring_unenter(lf_bound *b)
 {
     unsigned long long back = 0;
@@ -1541,11 +1564,15 @@ static inline void lf__bound_ring_unenter(lf_bound *b)
     for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next) {
         if (o->off != 0 || o->pos == 0)
             continue;
-        if (o->c != NULL && o->c->lf__pos == o->pos)
-            o->c->lf__pos = 0;
-        b->lf__ring[(o->pos - 1) & (b->lf__ring_cap - 1)] = NULL;
+        if (o->c != NULL && o->c->lf__pos == o->pos) {
+            o->c->lf__pos = 0; /* still waiting: pending again */
+            lf__blist_insert(&b->lf__pending, o->c);
+        }
+        if (o->pos - 1 >= b->lf__ring_head) {
+            b->lf__ring[(o->pos - 1) & (b->lf__ring_cap - 1)] = NULL;
+            back++;
+        }
         o->pos = 0;
-        back++;
     }
     b->lf__ring_tail -= back;
     pthread_mutex_unlock(&b->lf__lock);
@@ -1595,8 +1622,10 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             lf__store(&o->state, LF__OUT_WRITING, relaxed); /* its owner may not take it back */
             n_iov++;
         }
-        if (b->lf__hooks.flags & LF_BOUND_IN_ORDER)
-            lf__bound_ring_enter(b, h, n_iov);
+        if ((b->lf__hooks.flags & LF_BOUND_IN_ORDER) && lf__bound_ring_enter(b, h, n_iov) != 0) {
+            lf__bound_q_fail(b, ENOMEM, own->c, 0); /* the connection failed: none goes out */
+            return;
+        }
         pthread_mutex_unlock(&b->lf__send);
         memset(&msg, 0, sizeof msg);
         msg.msg_iov = iov;

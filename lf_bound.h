@@ -232,8 +232,8 @@
  *   the socket is full, and hands the queue on: every thread whose request waits in
  *   it is woken, and the first to look (a join looks before every wait, a send as it
  *   waits) writes on. A request cut part-way by a full socket is handed on with the
- *   rest, and only its own caller takes it back, by finishing it: its deadline, or
- *   none, bounds that wait, nobody else's. The request's bytes are read until the
+ *   rest: whoever writes on finishes it, but only its own caller has to wait for
+ *   it (it takes it back by finishing it), and only its deadline cuts it. The request's bytes are read until the
  *   call returns: leave them alone meanwhile.
  *   A request is either wholly on the wire or reported as not sent, to its caller:
  *     - a queued request whose deadline passes before a byte of it went out is taken
@@ -258,12 +258,17 @@
  *   lf_bound_expect says ENOTSUP, and lf_bound_send sends a request that has no
  *   reply (it takes no place). A call that ends before its reply (deadline,
  *   lf_bound_cancel, pthread_cancel) keeps its place: its reply is read and dropped
- *   in its turn (stats.stray; with LF_BOUND_STRICT it fails the connection). A reply
- *   read while no request is on the wire fails the connection with EPROTO. That is
- *   seen only when the reply is read while nothing is on the wire: a bare bound
- *   reads only while a call waits, so a reply for nobody that comes just before the
- *   next call is taken for that call's (hybrid: the reactor reads it as it comes,
- *   when any thread turns the reactor). Bare and hybrid.
+ *   in its turn (stats.stray; with LF_BOUND_STRICT it fails the connection), so its
+ *   place stays until that reply comes: a server that never answers grows the ring.
+ *   A reply read while no request is on the wire or being written fails the
+ *   connection with EPROTO. That is seen only when the reply is read at such a
+ *   moment: a bare bound reads only while a call waits, so a reply for nobody that
+ *   comes just before the next call is taken for that call's (hybrid: the reactor
+ *   reads it as it comes, when any thread turns the reactor). Likewise a request
+ *   sent with lf_bound_send that does get a reply puts every later reply on the
+ *   wrong call: only requests the protocol never answers go that way. A read_body
+ *   hook that can tell a reply does not answer its request says LF_BOUND_BROKEN.
+ *   Bare and hybrid.
  *
  * HYBRID (the pattern's Hybrid Thread Associations and Hybrid Client/Servers)
  *   After lf_bound_attach, the connection is a handle of the reactor, and a thread in
@@ -733,6 +738,7 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
     }
     for (; b->lf__ring_head != b->lf__ring_tail; b->lf__ring_head++) {
         lf_bound_ctx *c = b->lf__ring[b->lf__ring_head & (b->lf__ring_cap - 1)];
+        b->lf__ring[b->lf__ring_head & (b->lf__ring_cap - 1)] = NULL;
         if (c != NULL) {
             c->lf__pos = 0;
             lf__bound_finish(b, c, waiters, c != self);
@@ -816,7 +822,8 @@ static inline int lf__bound_consume(lf_bound *b, lf_bound_ctx *self, int stop_at
                         pthread_mutex_unlock(&b->lf__lock);
                         return EPROTO;
                     }
-                    c = b->lf__ring[b->lf__ring_head++ & (b->lf__ring_cap - 1)];
+                    c = b->lf__ring[b->lf__ring_head & (b->lf__ring_cap - 1)];
+                    b->lf__ring[b->lf__ring_head++ & (b->lf__ring_cap - 1)] = NULL;
                     if (c != NULL)
                         c->lf__pos = 0;
                 } else {
@@ -1527,8 +1534,12 @@ static inline void lf__bound_q_expire(lf_bound *b, lf_bound_ctx *self)
  * may be read before the writer is back. */
 static inline int lf__bound_ring_enter(lf_bound *b, lf__bound_out *h, int n)
 {
-    int rc = 0;
+    int rc;
     pthread_mutex_lock(&b->lf__lock);
+    if ((rc = b->lf__failed) != 0) { /* failed since the writer looked: nothing goes out */
+        pthread_mutex_unlock(&b->lf__lock);
+        return rc;
+    }
     for (lf__bound_out *o = h; o != NULL && n > 0; o = o->next, n--) {
         lf_bound_ctx *c = o->c;
         if (c == NULL || o->pos != 0)
@@ -1622,8 +1633,9 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             lf__store(&o->state, LF__OUT_WRITING, relaxed); /* its owner may not take it back */
             n_iov++;
         }
-        if ((b->lf__hooks.flags & LF_BOUND_IN_ORDER) && lf__bound_ring_enter(b, h, n_iov) != 0) {
-            lf__bound_q_fail(b, ENOMEM, own->c, 0); /* the connection failed: none goes out */
+        if ((b->lf__hooks.flags & LF_BOUND_IN_ORDER) &&
+            (rc = lf__bound_ring_enter(b, h, n_iov)) != 0) {
+            lf__bound_q_fail(b, rc, own->c, 0); /* the connection failed: none goes out */
             return;
         }
         pthread_mutex_unlock(&b->lf__send);

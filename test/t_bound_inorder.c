@@ -19,7 +19,11 @@
  * 7. hybrid only (a reactor thread reads while nothing waits): a reply with no
  *    request before it fails the connection with EPROTO.
  * 8. a read_body hook that finds a reply out of step (LF_BOUND_BROKEN) fails the
- *    connection: that call, and the calls after it, say EPROTO. */
+ *    connection: that call, and the calls after it, say EPROTO.
+ * 9. lf_bound_shutdown racing 6 threads' calls, many rounds, small socket buffers:
+ *    every call returns (calls queued and not placed yet were left waiting for good),
+ *    each 0 with its own reply, or the shutdown's ECANCELED / ECONNABORTED; nothing
+ *    left in flight, destroy succeeds. */
 #include "../lf_bound.h"
 #include "lf_frames.h"
 
@@ -394,6 +398,37 @@ static void out_of_step(void)
     with_read_body = 0;
 }
 
+/* 9 */
+static void shutdown_race(int rounds)
+{
+    unsigned long long seed = 0x9e3779b97f4a7c15ull;
+    for (int r = 0; r < rounds; r++) {
+        pthread_t th[NT], srv;
+        struct worker w[NT];
+        open_pair(4096);
+        junk = 0;
+        CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+        for (int t = 0; t < NT; t++) {
+            w[t].who = 40 + (unsigned)t;
+            w[t].n = 1 << 30; /* until the shutdown */
+            w[t].tag = 'E';
+            w[t].ms = 60000;
+            CHECK(pthread_create(&th[t], NULL, worker, &w[t]) == 0);
+        }
+        lft_sleep_ms((long)(lft_rand(&seed) % 4));
+        CHECK_EQ(lf_bound_shutdown(&B), 0);
+        for (int t = 0; t < NT; t++) {
+            lft_join(th[t]);
+            CHECK(w[t].rc == ECANCELED || w[t].rc == ECONNABORTED);
+        }
+        CHECK_EQ(stats().in_flight, 0u);
+        CHECK_EQ(stats().queued, 0u);
+        shutdown(SV[0], SHUT_WR);
+        lft_join(srv);
+        close_pair();
+    }
+}
+
 int main(void)
 {
     int n = (int)lft_scaled(2000);
@@ -410,14 +445,16 @@ int main(void)
     lft_progress();
     misuse();
     out_of_step();
+    shutdown_race((int)lft_scaled(60));
+    lft_progress();
 #ifdef LFT_HYBRID
     unsolicited();
 #endif
     printf("t_bound_inorder %s %s/%s: %d x %d calls matched in order with no ids; a "
            "timed-out and a cancelled call's replies dropped in their turn; requests with "
            "no reply; calls queued behind a full socket; a reply out of step failed the "
-           "connection%s\n",
-           MODE, lf_promote_name(), lf_sync_name(), NT, n,
+           "connection; %d rounds of a shutdown racing calls%s\n",
+           MODE, lf_promote_name(), lf_sync_name(), NT, n, (int)lft_scaled(60),
 #ifdef LFT_HYBRID
            "; a reply for nobody failed the connection (EPROTO)"
 #else

@@ -130,7 +130,15 @@ $(RESULTS)/$1/$2.$3:
 	@test/check.sh $$@ "$1 $2 $3" "$(ENV_$1)" $(BUILD)/$1/$2.$3 -- $$(CMD_$1_$2_$3)
 RUN_$1 += $(RESULTS)/$1/$2.$3
 endef
-$(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(VARIANTS_pool_$m),\
+# make test's plain pool runs, lighter for a few (the full run takes every variant):
+# the write-queue tests (their code is the same under every policy) on LIFO-futex and
+# FIFO-pthread; the pool's stress test on LIFO-futex and CONDVAR (HEAP under ASan).
+POOL_LIGHT := t_bound_pipeline t_bound_inorder
+pool_variants = $(if $(and $(filter plain,$1),$(filter-out 1,$(FULL))),$(strip \
+  $(if $(filter $(POOL_LIGHT),$2),$(filter LIFO-FUTEX FIFO-PTHREAD,$(VARIANTS_pool_plain)),\
+  $(if $(filter t_pool_stress,$2),$(filter LIFO-FUTEX CONDVAR,$(VARIANTS_pool_plain)),\
+  $(VARIANTS_pool_plain)))),$(VARIANTS_pool_$1))
+$(foreach m,$(MODES),$(foreach t,$(POOL_TESTS),$(foreach v,$(call pool_variants,$m,$t),\
   $(eval $(call run_check,$m,$t,$v,)))))
 # The fault-injection test routes the headers' system calls through its schedule;
 # the race test delays some of them, to widen a window between two.
@@ -198,7 +206,7 @@ PORTABLE_TESTS := t_reactor_signal t_reactor_lifecycle t_reactor_stress t_reacto
   t_reactor_bound_stop t_reactor_bound_cancel t_reactor_group
 $(foreach t,$(if $(filter 1,$(FULL)),$(filter-out t_reactor_fault,$(REACTOR_TESTS)),$(PORTABLE_TESTS)),\
   $(eval $(call run_check,plain,$t,LIFO+POLL+PORTABLE,-DLF_PORTABLE $(URCU_LIBS) $(call wrap_of,$t))))
-$(foreach t,$(filter t_bound_%,$(POOL_TESTS)),\
+$(foreach t,$(filter t_bound_%,$(if $(filter 1,$(FULL)),$(POOL_TESTS),$(filter-out $(POOL_LIGHT),$(POOL_TESTS)))),\
   $(eval $(call run_check,plain,$t,LIFO-PTHREAD-PORTABLE,-DLF_PORTABLE)))
 
 # C++ tests (test/t_*.cc): the C API used from C++17. Plain in the reactor tests'

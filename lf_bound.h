@@ -1600,7 +1600,7 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
     int rounds = 0; /* writes made for the others since ours went out */
     lf__bound_out *h;
 
-    while ((h = b->lf__q_head) != NULL) {
+    while (b->lf__q_head != NULL) {
         struct iovec iov[LF__BOUND_IOV];
         struct msghdr msg;
         lf__bound_out *o;
@@ -1628,7 +1628,7 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         if ((h = b->lf__q_head) == NULL)
             return;
         for (o = h; o != NULL && n_iov < LF__BOUND_IOV; o = o->next) {
-            iov[n_iov].iov_base = (void *)(o->p + o->off);
+            iov[n_iov].iov_base = (void *)(uintptr_t)(o->p + o->off); /* (read only) */
             iov[n_iov].iov_len = o->len - o->off;
             lf__store(&o->state, LF__OUT_WRITING, relaxed); /* its owner may not take it back */
             n_iov++;
@@ -1677,7 +1677,8 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         if (n < 0 && LF__AGAIN(err)) {
             struct timespec hd, od;
             const struct timespec *dl = NULL;
-            h = b->lf__q_head;
+            if ((h = b->lf__q_head) == NULL)
+                continue; /* (a failed write took nothing off the queue) */
             if (lf__load(&own->state, relaxed) == LF__OUT_DONE) {
                 lf__bound_orphan(b); /* full: the others wait for room themselves */
                 return;

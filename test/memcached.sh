@@ -5,7 +5,8 @@
 # connection references, reconnects and cancellations are concurrency code); with
 # `full` (make test-full) also FIFO and under ASan+UBSan (make test's gateway check
 # runs memc.h's reconnect under ASan):
-#   1. 8 threads x 10^4 mixed get/set/delete over ONE connection, every value checked;
+#   1. 8 threads x 10^4 (TSan: a quarter) mixed get/set/delete over ONE connection,
+#      every value checked;
 #   2. memcached killed (SIGKILL) mid-run: every waiting thread wakes with ECONNRESET
 #      or EPIPE, none hangs (the test's watchdog, and timeout here);
 #   3. malformed replies from a fake server in the test: EPROTO for the call, and for
@@ -72,7 +73,7 @@ for bin in $bins; do
     envs="LF_TEST_STALL_S=10"
     case $bin in
     *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;;
-    *.tsan) envs="LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
+    *.tsan) envs="LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
     esac
     echo "$bin:"
     # shellcheck disable=SC2086

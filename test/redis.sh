@@ -4,7 +4,7 @@
 # (Debian, as root) and starts on loopback: test/t_redis.c's parts, built plain and
 # under TSan (the shared connection, its references, reconnects and cancellations are
 # concurrency code); with `full` (make test-full) also FIFO and under ASan+UBSan:
-#   1. 8 threads x 10^4 mixed GET/SET/DEL/INCR over ONE connection, every value
+#   1. 8 threads x 10^4 (TSan: a quarter) mixed GET/SET/DEL/INCR over ONE connection, every value
 #      checked, server errors and calls past their deadline mixed in;
 #   2. redis-server killed (SIGKILL) mid-run: every waiting thread wakes with
 #      ECONNRESET or EPIPE, none hangs (the test's watchdog, and timeout here);
@@ -74,7 +74,7 @@ for bin in $bins; do
     envs="LF_TEST_STALL_S=10"
     case $bin in
     *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;;
-    *.tsan) envs="LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
+    *.tsan) envs="LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
     esac
     echo "$bin:"
     # shellcheck disable=SC2086 # envs is a list of assignments

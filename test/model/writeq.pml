@@ -10,8 +10,9 @@
  * request once it is written. The lock is lf__send: one atomic step per locked region.
  *
  * Checked: every call returns (no thread parks for good while its request is queued
- * and nobody writes: no lost hand-on), every request is written exactly once and in
- * queue order, at most one writer at a time.
+ * and nobody writes: no lost hand-on), every request is written exactly once (queue
+ * order is the array's: the model's writer takes the head only), at most one writer
+ * at a time.
  *
  * FIXED=0: the orphaning writer does not notify the queued threads; spin must find
  * the threads parked with their requests queued and nobody writing.
@@ -38,16 +39,13 @@ bit sending;             /* a writer is at work */
 bit orphaned;
 bit queued[N], written[N], replied[N], notify[N];
 byte writers;            /* writers at once: at most one */
-byte next_out;           /* the order check: requests leave in queue order */
-byte seq[N], order_in;   /* seq[i]: when i's request was queued */
 byte returned;
 
 hidden byte k, j;          /* scratch of the d_steps below */
 
 inline pop_head()
 {
-    assert(seq[q[0]] == next_out);
-    next_out++;
+    assert(queued[q[0]] && !written[q[0]]); /* once, and only what was queued */
     queued[q[0]] = 0;
     written[q[0]] = 1;
     k = 0;
@@ -126,7 +124,6 @@ proctype client(byte me)
         atomic {
             written[me] = 0; replied[me] = 0; notify[me] = 0;
             q[qlen] = me; qlen++; queued[me] = 1;
-            seq[me] = order_in; order_in++;
             iwrite = 0;
             if
             :: !sending -> sending = 1; orphaned = 0; iwrite = 1
@@ -176,5 +173,5 @@ init {
     /* every call returns (a client parked for good is an invalid end state), and
      * then nothing is left queued or half done */
     returned == N;
-    assert(qlen == 0 && !sending && writers == 0 && next_out == N * CALLS)
+    assert(qlen == 0 && !sending && writers == 0)
 }

@@ -215,8 +215,9 @@ $(foreach t,$(if $(filter 1,$(FULL)),$(filter-out t_reactor_fault,$(REACTOR_TEST
 $(foreach t,$(filter t_bound_%,$(if $(filter 1,$(FULL)),$(POOL_TESTS),$(filter-out $(POOL_LIGHT),$(POOL_TESTS)))),\
   $(eval $(call run_check,plain,$t,LIFO-PTHREAD-PORTABLE,-DLF_PORTABLE)))
 
-# C++ tests (test/t_*.cc): the C API used from C++17. Plain in the reactor tests'
-# variants; under each sanitizer once on epoll (the full run: every policy on epoll).
+# C++ tests (test/t_*.cc): the C API used from C++17. Plain on LIFO+EPOLL and
+# HEAP+SELECT (the full run: every reactor variant); under each sanitizer once on
+# epoll (the full run: every policy on epoll).
 CXX_FOR  := $(if $(findstring clang,$(CCNAME)),clang++,g++)
 CXX_TESTS := $(patsubst test/%.cc,%,$(wildcard test/t_*.cc))
 define run_cxx_check
@@ -230,7 +231,7 @@ $(RESULTS)/$1/$2.$3:
 RUN_$1 += $(RESULTS)/$1/$2.$3
 endef
 $(foreach m,$(MODES),$(foreach t,$(CXX_TESTS),\
-  $(foreach v,$(if $(filter plain,$m),$(VARIANTS_reactor_plain),$(if $(filter 1,$(FULL)),$(filter %+EPOLL,$(REACTOR_VARIANTS)),$(VARIANTS_reactor_tsan))),\
+  $(foreach v,$(if $(filter plain,$m),$(if $(filter 1,$(FULL)),$(VARIANTS_reactor_plain),$(or $(filter LIFO+EPOLL HEAP+SELECT,$(VARIANTS_reactor_plain)),$(VARIANTS_reactor_plain))),$(if $(filter 1,$(FULL)),$(filter %+EPOLL,$(REACTOR_VARIANTS)),$(VARIANTS_reactor_tsan))),\
   $(eval $(call run_cxx_check,$m,$t,$v)))))
 
 # ---------------------------------------------------------------- compile checks

@@ -262,7 +262,7 @@ END {
             depth, deep, emax, rec, hog > "/dev/stderr"
     }
 }' "$raw"
-# -- the targets (issue: lf against the best of the other gateways, same run) -----------------
+# -- the targets: lf against the best of the other gateways of the same run --------------
 awk -F, '
 NR == 1 { next }
 $1 == "load" { rps[$2, $3] = $5; p99[$2, $3] = $7; cpu[$2, $3] = $8; gws[$2] = 1; conns[$3] = 1 }

@@ -1876,6 +1876,21 @@ static inline int lf__bound_post_wait(lf__bound_plain *g, int *cs)
     return rc ? rc : o->rc;
 }
 
+/* g's request queued and waited for until it is out (lf_bound_send; a hybrid call,
+ * whose join must not run a handler while the request's bytes may still be read: a
+ * buffer the handlers reuse, a thread-local one, stays the caller's to change). */
+static inline int lf__bound_out_wait(lf__bound_plain *g)
+{
+    int rc, cs = lf__nocancel_begin();
+    pthread_mutex_lock(&g->s.b->lf__send);
+    rc = lf__bound_post_wait(g, &cs);
+    pthread_mutex_unlock(&g->s.b->lf__send);
+    if (g->s.self_ready)
+        lf_follower_destroy(&g->s.self);
+    lf__nocancel_end(cs);
+    return rc;
+}
+
 /* lf_bound_send: one whole request, out when this returns 0. */
 static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
                                  const struct timespec *deadline)
@@ -1883,7 +1898,7 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
     lf__bound_out o;
     lf__bound_plain g;
     struct timespec inherited;
-    int rc, cs;
+    int rc;
 
     if (!lf__bound_ok(b) || (data == NULL && len) || !lf__deadline_ok(deadline))
         return EINVAL;
@@ -1900,14 +1915,7 @@ static inline int lf__bound_send(lf_bound *b, const void *data, size_t len,
     lf__bound_sending_init(&g.s, b, deadline);
     g.o = &o;
     g.c = NULL;
-    cs = lf__nocancel_begin();
-    pthread_mutex_lock(&b->lf__send);
-    rc = lf__bound_post_wait(&g, &cs);
-    pthread_mutex_unlock(&b->lf__send);
-    if (g.s.self_ready)
-        lf_follower_destroy(&g.s.self);
-    lf__nocancel_end(cs);
-    return rc;
+    return lf__bound_out_wait(&g);
 }
 
 /* Contract: any thread. One whole request, never interleaved with another. */
@@ -2075,21 +2083,6 @@ static inline int lf__bound_call_join(lf__bound_callg *g, const struct timespec 
     return rc;
 }
 
-/* Hybrid: the request goes out before the join turns the reactor, so no handler
- * runs on this thread while its bytes may still be read (a buffer the handlers
- * reuse, a thread-local one, stays the caller's to change once the call returns). */
-static inline int lf__bound_call_out(lf__bound_plain *g)
-{
-    int rc, cs = lf__nocancel_begin();
-    pthread_mutex_lock(&g->s.b->lf__send);
-    rc = lf__bound_post_wait(g, &cs);
-    pthread_mutex_unlock(&g->s.b->lf__send);
-    if (g->s.self_ready)
-        lf_follower_destroy(&g->s.self);
-    lf__nocancel_end(cs);
-    return rc;
-}
-
 /* Contract: the thread that owns c. Bare: the request is queued (PIPELINING) and the
  * call goes on to its join at once; the writer of the moment writes it meanwhile.
  * Hybrid: the join begins once the request is out. */
@@ -2121,7 +2114,7 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
         lf__bound_sending_init(&p.s, b, until);
         p.o = &o;
         p.c = c;
-        rc = lf__bound_call_out(&p);
+        rc = lf__bound_out_wait(&p); /* out before the join serves */
     } else {
         lf__bound_sending_init(&g.s, b, until);
         g.c = c;

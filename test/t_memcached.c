@@ -1074,7 +1074,7 @@ static int plain_connect(int port)
  * queued, the kernel then drops new SYNs, and a connect hangs (until unpaused and the
  * SYN is sent again, about 1 s later). */
 static int fk_listen, fk_port;
-static LFT_ATOMIC(int) fk_paused, fk_stop, fk_accepted;
+static LFT_ATOMIC(int) fk_paused, fk_stop, fk_accepted, fk_mutes;
 
 static void *fake_memcached(void *arg)
 {
@@ -1121,7 +1121,9 @@ static void *fake_memcached(void *arg)
             if (strcmp(key, "bye") == 0) {
                 close(p[i].fd);
                 p[i--] = p[--n];
-            } else if (strcmp(key, "mute") != 0) {
+            } else if (strcmp(key, "mute") == 0) {
+                lft_add(&fk_mutes, 1);
+            } else {
                 static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
                 if (op == MEMC_OP_GET)
                     fake_reply(p[i].fd, req, op, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
@@ -1336,9 +1338,11 @@ static void connections(void)
     expect_ok();
     CHECK_EQ(reconnects(), 4);
 
-    /* close with a call in flight: EBUSY; shutdown ends it (sent: ECONNABORTED) */
+    /* close with a call in flight: EBUSY; shutdown ends it (sent: ECONNABORTED; the
+     * call is in before its request is written, so wait for the fake to read it) */
+    rc = lft_load(&fk_mutes);
     CHECK(pthread_create(&th[0], NULL, get_mute, NULL) == 0);
-    AWAIT(calls_in(1), "the call waiting");
+    AWAIT(calls_in(1) && lft_load(&fk_mutes) > rc, "the call waiting, its request read");
     CHECK_EQ(memc_close(&M), EBUSY);
     CHECK_EQ(memc_shutdown(&M), 0);
     CHECK(lft_join(th[0]) == (void *)(intptr_t)ECONNABORTED);

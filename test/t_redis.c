@@ -587,7 +587,7 @@ static void reconnect_load(int port, const char *killfile)
  * queued, the kernel then drops new SYNs, and a connect hangs. */
 
 static int fk_listen, fk_port;
-static LFT_ATOMIC(int) fk_paused, fk_stop, fk_accepted;
+static LFT_ATOMIC(int) fk_paused, fk_stop, fk_accepted, fk_mutes;
 
 static void send_all(int fd, const void *p, size_t n)
 {
@@ -630,7 +630,7 @@ static int fake_answer(int fd, const char *cmd, const char *key)
     } else if (strcmp(key, "bye") == 0) {
         return -1;
     } else if (strcmp(key, "mute") == 0) {
-        /* no answer */
+        lft_add(&fk_mutes, 1); /* and no answer */
     } else if (strcmp(key, "late") == 0) {
         lft_sleep_ms(300); /* holds every later request of every connection back too */
         send_str(fd, "$4\r\nlate\r\n");
@@ -1002,7 +1002,7 @@ static void connections(void)
 {
     struct timespec d;
     pthread_t th[8], fk;
-    int fds0 = count_fds(), fds, port, idle, queued, rc, accepted;
+    int fds0 = count_fds(), fds, port, idle, queued, rc, accepted, mutes;
     char longhost[REDIS_HOST_MAX + 2];
     unsigned char v[16];
     size_t len;
@@ -1107,9 +1107,11 @@ static void connections(void)
     expect_ok();
     CHECK_EQ(generation(), 3);
 
-    /* close with a call in flight: EBUSY; shutdown ends it (sent: ECONNABORTED) */
+    /* close with a call in flight: EBUSY; shutdown ends it (sent: ECONNABORTED; the
+     * call is in before its request is written, so wait for the fake to read it) */
+    mutes = lft_load(&fk_mutes);
     CHECK(pthread_create(&th[0], NULL, get_mute, NULL) == 0);
-    AWAIT(calls_in(1), "the call waiting");
+    AWAIT(calls_in(1) && lft_load(&fk_mutes) > mutes, "the call waiting, its request read");
     CHECK_EQ(redis_close(&R), EBUSY);
     CHECK_EQ(redis_shutdown(&R), 0);
     CHECK(lft_join(th[0]) == (void *)(intptr_t)ECONNABORTED);

@@ -558,7 +558,7 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCDIR) $(DESTDIR)$(CMAKEDIR) 2>/dev/null
 
 # ---------------------------------------------------------------- targets
-.PHONY: test test-full stress-ci prebuild setup lint fuzz soak bench stress cross clean summary install uninstall $(addprefix run-,$(MODES)) run-compile
+.PHONY: test test-full stress-ci prebuild setup lint fuzz soak bench stress cross clean summary install uninstall $(addprefix run-,$(MODES)) run-compile run-static run-dynamic
 
 setup:
 	@test/setup.sh $(if $(filter 1,$(FULL)),full)
@@ -571,12 +571,22 @@ test: setup
 	@find $(BUILD) -name '*.pre' -delete
 	@echo "building $(words $(PRE)) test binaries, two at a time$(if $(filter 1,$(FULL)), (the full matrix))..."
 	@$(MAKE) --no-print-directory -j2 prebuild
-	@echo "built in $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s; running $(words $(foreach m,$(MODES) compile,$(RUN_$m))) checks one at a time"
-	@$(MAKE) --no-print-directory -j1 $(addprefix run-,$(MODES)) run-compile
+	@echo "built in $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s; running $(words $(foreach m,$(MODES) dynamic,$(RUN_$m))) tests one at a time, and beside them $(words $(RUN_static)) static checks one at a time on one core (their verdicts follow the tests')"
+	@LINT_JOBS=1 MODEL_JOBS=1 $(MAKE) --no-print-directory -j1 run-static > $(BUILD)/static.out 2>&1 & st=$$!; \
+	 trap 'kill $$st 2>/dev/null' INT TERM; \
+	 $(MAKE) --no-print-directory -j1 $(addprefix run-,$(MODES)) run-dynamic; \
+	 wait $$st; cat $(BUILD)/static.out
 	@echo "make test$(if $(filter 1,$(FULL)),-full): $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s"
 	@$(MAKE) --no-print-directory summary
 
 $(if $(filter 1,$(FULL)),$(eval RUN_compile += $(FULL_compile)))
+# The checks that run no test of ours (compiles, static analysis, models, fuzzing,
+# install) run beside the tests, one at a time on one core: the tests must hold beside
+# a busy neighbour anyway (stress-ci), and make test gains their minutes.
+STATIC_compile := $(addprefix $(RESULTS)/compile/,$(foreach h,$(HEADERS),$(foreach c,gcc clang g++ clang++,$h.$c)) \
+  lf_bound.h-hybrid.% all-headers-cxx.% reject-% urcu-mix-% odr.gcc odr.g++ licence install warnings lint model fuzz)
+RUN_static := $(filter $(STATIC_compile),$(RUN_compile))
+RUN_dynamic := $(filter-out $(STATIC_compile),$(RUN_compile))
 # The whole matrix (see FULL above): before resolving anything that touches a header.
 test-full:
 	@$(MAKE) --no-print-directory test FULL=1
@@ -594,7 +604,7 @@ stress-ci: setup
 	 echo "stress-ci: $$(($$(date +%s) - start)) s, $$([ $$rc = 0 ] && echo 'no failure' || echo 'FAILED')"; \
 	 exit $$rc
 
-$(foreach m,$(MODES) compile,$(eval run-$m: $$(RUN_$m)))
+$(foreach m,$(MODES) compile static dynamic,$(eval run-$m: $$(RUN_$m)))
 prebuild: $(PRE)
 
 summary:

@@ -117,9 +117,11 @@ static void *stats(void *arg)
         lf_reactor_stats(&reactor, &s);
         fprintf(stderr,
                 "srv_lf: leads %llu promotions %llu vacant %llu takeovers %llu "
-                "dispatched %llu deferred %llu rearmed %llu\n",
+                "dispatched %llu deferred %llu rearmed %llu; promotions deferred %llu "
+                "ticks %llu tick_leads %llu\n",
                 s.pool.leads, s.pool.promotions, s.pool.promotions_vacant, s.pool.takeovers,
-                s.dispatched, s.deferred, s.rearmed);
+                s.dispatched, s.deferred, s.rearmed, s.pool.deferred, s.pool.ticks,
+                s.pool.tick_leads);
     }
     return NULL;
 }

@@ -1,0 +1,309 @@
+/* defer.pml - lf.h's deferred promotions (DEFERRAL in its doc block, LF_DEFER_NS) for
+ * the follower-set policies with the futex synchronizer, as lf_reactor_run's pool
+ * runs them (no deadlines, LF_TAKEOVER=0). A leader that holds only young work
+ * promotes a follower parked with a tick by posting WAKE_LEAD without waking it;
+ * whoever asks to lead first takes that promotion (a takeover under the pool lock:
+ * WAKE_LEAD -> WAITING, the follower back in the set); the follower takes it itself
+ * at its tick (WAKE_LEAD -> LEADING under the lock). A thread that may not take it
+ * (a notification pending) wakes it instead, and so do lf_pool_notify,
+ * lf_pool_shutdown and a promoter that leaves.
+ *
+ * Three threads in lf_pool_join, each handling up to EVENTS events (a leader with
+ * none left waits until the shutdown interrupts it); the source says "young" or not
+ * at each promotion (any answer); a follower parks with a tick or without one (any
+ * choice once the pool was busy; the real rule gives the tick to one follower, so
+ * this covers it); a tick may fire at any moment; a thread back from a handler leads
+ * again or leaves (lf_pool_leave); one handler in the run may block until a thread
+ * leads after it (a handler that waits for a reply only the next leader reads: the
+ * case the tick exists for); one lf_pool_notify (of thread 0: the threads are alike,
+ * so one covers any); lf_pool_shutdown at any moment but while that handler blocks
+ * (a shutdown would release it: the tick must).
+ *
+ * Checked in every state: never two threads acting as leader, and the one acting
+ * holds the slot; with the pool lock free, a vacant slot has no parked follower (no
+ * lost wake-up), and a deferred promotion went to a follower parked with a tick (its
+ * tick bounds the delay). Spin's end-state check: no thread is left asleep with
+ * nobody to wake it, and the blocking handler is always released (the deferred
+ * follower's tick leads in its place). At the end every thread has returned and
+ * nobody is left parked.
+ *
+ * FIXED=0: the promotion defers to any follower, also one parked without a tick;
+ * with the blocking handler, that follower sleeps for ever and the handles are never
+ * watched again: spin must find it.
+ *
+ *   lf.h                                          here
+ *   lf__lead: vacant slot -> leader                "take the slot"
+ *   lf__lead: p->lf__deferred -> lf__takeover       "take the deferred promotion"
+ *   lf__lead: else lf__undefer                      undefer()
+ *   lf__tick: the front follower parks with a tick "park", timed[me]
+ *   lf__handoff_as(LF__MAY_DEFER), next->lf__timed  "defer": word LEAD, no wake
+ *   lf__park: futex_wait(word, WAITING)             "sleep" / "claim"
+ *   lf__follow: ETIMEDOUT at a tick: WAITING ->     "tick"
+ *     park again; WAKE_LEAD -> LEADING, tick_lead
+ *   lf_pool_leave while processing: lf__undefer     "leave"
+ */
+#ifndef FIXED
+#define FIXED 1
+#endif
+#define N 3
+#define NONE 255
+#define WAITING 0
+#define LEAD 1
+#define CANCEL 2
+#define LEADING 3
+#define NOTIFY 4
+#ifndef EVENTS
+#define EVENTS 1
+#endif
+
+bit locked;            /* p->lf__lock */
+byte leader = NONE;    /* p->lf__leader */
+bit parked[N];         /* in the follower set */
+byte nfollowers;       /* p->lf__followers */
+byte word[N];          /* each follower's futex word */
+bit asleep[N];         /* in futex_wait on its word */
+bit timed[N];          /* f->lf__timed: parked with a tick */
+bit deferred;          /* p->lf__deferred */
+bit busy;              /* p->lf__busy_ns set: a promotion with a source that defers */
+bit shutdown_flag;     /* p->lf__shutdown */
+byte acting;           /* threads past their claim, acting as leader */
+bit led;               /* a thread began to act as leader since the handler blocked */
+bit notified[N];       /* lf__notified */
+bit blocker_used;      /* the one handler that blocks has run */
+bit blocking;          /* ... and is blocked now */
+byte returned;
+
+inline lock() { atomic { locked == 0 -> locked = 1 } }
+inline unlock() { locked = 0 }
+
+/* lf__post_unlocked: FUTEX_WAKE one waiter on t's word (nobody asleep: nothing) */
+inline wake(t) { asleep[t] = 0 }
+
+/* lf__undefer, lock held */
+inline undefer()
+{
+    if
+    :: deferred ->
+        deferred = 0;
+        if
+        :: leader != NONE && word[leader] == LEAD -> wake(leader)
+        :: else -> skip
+        fi
+    :: else -> skip
+    fi
+}
+
+/* lf__handoff_as, lock held: sets next (NONE: nobody to wake after unlock) */
+inline handoff(how)
+{
+    deferred = 0;
+    if
+    :: how != 0 -> busy = 1
+    :: else -> skip
+    fi;
+    if
+    :: nfollowers == 0 -> leader = NONE; next = NONE
+    :: else ->
+        if
+        :: parked[0] -> next = 0
+        :: parked[1] -> next = 1
+        :: parked[2] -> next = 2
+        fi;
+        parked[next] = 0;
+        nfollowers--;
+        leader = next;
+        word[next] = LEAD;
+#if FIXED
+        if
+        :: how == 2 && timed[next] -> deferred = 1; next = NONE     /* defer */
+        :: else -> skip
+        fi
+#else
+        if
+        :: how == 2 -> deferred = 1; next = NONE                    /* defer to anyone */
+        :: else -> skip
+        fi
+#endif
+    fi
+}
+
+proctype thread(byte me)
+{
+    byte next = NONE, g, events, how;
+    bit back, took;
+
+lead:
+    atomic {                                                      /* lf__lead, locked */
+    lock();
+    if
+    :: notified[me] ->                                            /* notified: EINTR */
+        notified[me] = 0;
+        if
+        :: back -> undefer()
+        :: else -> skip
+        fi;
+        unlock(); goto done
+    :: else -> skip
+    fi;
+    if
+    :: shutdown_flag -> unlock(); goto done
+    :: else -> skip
+    fi;
+    back = 0;
+    took = 0;
+    if
+    :: leader == NONE -> leader = me; unlock(); goto leading      /* take the slot */
+    :: leader != NONE && deferred && !notified[leader] ->         /* take the deferred */
+        g = leader;                                               /* promotion */
+        atomic {                                                  /* one compare-and-swap */
+            if
+            :: word[g] == LEAD -> word[g] = WAITING; took = 1
+            :: else -> skip
+            fi
+        }
+    :: else -> skip
+    fi;
+    if
+    :: took ->
+        parked[g] = 1;
+        nfollowers++;
+        deferred = 0;
+        leader = me;
+        g = 0; took = 0;
+        unlock();
+        goto leading
+    :: else -> undefer()                                          /* not ours: wake it */
+    fi;
+    word[me] = WAITING;                                           /* lf__follow */
+    parked[me] = 1;
+    nfollowers++;
+park:                                                             /* lf__tick, lock held */
+    if
+    :: busy -> timed[me] = 1
+    :: true -> timed[me] = 0
+    fi;
+    unlock()
+    };
+sleep:                                                            /* lf__park */
+    atomic {
+        if
+        :: word[me] == LEAD -> word[me] = LEADING; goto leading   /* claim (a CAS) */
+        :: word[me] == CANCEL || word[me] == NOTIFY -> goto done
+        :: word[me] == WAITING -> asleep[me] = 1                  /* futex_wait */
+        fi
+    };
+    if
+    :: !asleep[me] -> goto sleep                                  /* woken: look again */
+    :: atomic { asleep[me] && timed[me] -> asleep[me] = 0;        /* its tick */
+        lock();
+        if
+        :: word[me] == WAITING -> goto park                       /* nobody chose it */
+        :: word[me] == LEAD ->                                    /* deferred to this tick */
+            word[me] = LEADING;
+            if
+            :: deferred && leader == me -> deferred = 0           /* tick_leads */
+            :: else -> skip
+            fi;
+            unlock(); goto leading
+        :: else -> unlock(); goto done                            /* shut down, notified */
+        fi }
+    fi;
+
+leading:
+    atomic { acting++; led = 1; assert(acting == 1 && leader == me) };
+    if
+    :: shutdown_flag -> goto leave                                /* interrupted */
+    :: events < EVENTS -> events++                                /* an event */
+    fi;
+    if                                                            /* j->defer(ctx) */
+    :: how = 1                                                    /* LF__BUSY */
+    :: how = 2                                                    /* LF__MAY_DEFER */
+    fi;
+    atomic { lock(); acting--; handoff(how); unlock(); how = 0 }; /* lf__promote */
+    if
+    :: next != NONE -> wake(next); next = NONE
+    :: else -> skip
+    fi;
+    if                                                            /* dispatch */
+    :: atomic { !blocker_used ->                                  /* a handler that blocks */
+        blocker_used = 1; led = 0; blocking = 1 };                /* until a leader reads */
+        atomic { (led || acting > 0 || returned > 0) -> blocking = 0 }
+    :: true -> skip
+    fi;
+    if
+    :: back = 1; goto lead                                        /* back to lead */
+    :: atomic { lock(); undefer(); unlock() }; goto done          /* lf_pool_leave */
+    fi;
+
+leave:                                                            /* lf_pool_leave */
+    atomic { lock(); acting--; handoff(0); unlock() };
+    if
+    :: next != NONE -> wake(next)
+    :: else -> skip
+    fi;
+done:
+    returned++
+}
+
+proctype notify()
+{
+    byte t = 0; /* the threads are alike: notifying one covers any */
+    atomic {
+    lock();
+    if
+    :: parked[t] -> parked[t] = 0; nfollowers--; word[t] = NOTIFY; unlock(); wake(t)
+    :: else ->
+        notified[t] = 1;
+        if
+        :: leader == t -> undefer()
+        :: else -> skip
+        fi;
+        unlock()
+    fi
+    }
+}
+
+proctype shutdown()
+{
+    byte i;
+    (!blocking);    /* a shutdown would release it: the tick (or a thread) must */
+    atomic {
+    lock();
+    shutdown_flag = 1;
+    i = 0;
+    do
+    :: i < N ->
+        if
+        :: parked[i] -> parked[i] = 0; nfollowers--; word[i] = CANCEL; wake(i)
+        :: else -> skip
+        fi;
+        i++
+    :: else -> break
+    od;
+    undefer();
+    unlock()
+    }
+}
+
+active proctype monitor()
+{
+end:
+    do
+    :: atomic { !locked && leader == NONE && nfollowers > 0 -> assert(0) } /* lost wake-up */
+    :: atomic { acting > 1 -> assert(0) }
+    :: atomic { !locked && deferred && (leader == NONE || !timed[leader]) -> assert(0) }
+    od
+}
+
+init
+{
+    atomic {
+        run thread(0);
+        run thread(1);
+        run thread(2);
+        run notify();
+        run shutdown()
+    }
+    (returned == N);
+    assert(nfollowers == 0 && acting == 0)
+}

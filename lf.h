@@ -243,7 +243,10 @@
  *   context switches per request 1.3x (10 us of work per request) to 4x fewer,
  *   requests/s 0.98x to 1.09x the strict hand-off's on a quiet machine and 1.0x to
  *   1.3x beside a CPU-bound process, but a longer p99.9 on a quiet machine (1.8 to
- *   2.1 ms against 0.4 to 1.5): which is why it is not the default yet.
+ *   2.1 ms against 0.4 to 1.5): which is why it is not the default yet. That tail
+ *   follows the ticks themselves (a woken follower waits for a CPU behind a leader
+ *   that rarely sleeps; at 16 connections longer ticks shortened it), not a harvest
+ *   held by a preempted leader (bench/README.md).
  *
  * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
  *   Bounded, when stats.prio_inherit is 1:

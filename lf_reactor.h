@@ -395,8 +395,8 @@
  *   one set, many leaders (LF_REACTOR_CONCURRENT)  no hand-off per event at all;
  *       wins with short handlers and many cores, costs wake-ups of idle waiters, and
  *       tails: a thread preempted with an event in hand holds that connection (on 2
- *       cores, 16 connections, bench/README.md: p99.9 about 20x a one-thread loop's,
- *       fairness about 0.8, against 2.5x and 0.97 with one leader).
+ *       cores, 16 connections, README.md's Performance table: p99.9 21.8x a
+ *       one-thread loop's, fairness 0.81, against 2.5x and 0.975 with one leader).
  *   many sets, a pool each (several lf_reactor, each run by its own threads)
  *       isolation: a flood on one set cannot take the threads of another (e.g. one
  *       set per priority class, or per core with connections partitioned), at the

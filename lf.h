@@ -227,10 +227,12 @@
  *     promotion and does not wake it (stats.deferred).
  *   - Whoever asks to lead first takes a deferred promotion: the promoter back from
  *     its handler (whatever LF_TAKEOVER says: a deferred follower was never woken, so
- *     nothing is wasted), another thread, or the follower itself at its tick
- *     (stats.tick_leads: the handler ran longer than the tick). A thread that may not
- *     take it (HEAP: of lower priority; or the follower has a notification pending)
- *     wakes it instead, and so do lf_pool_shutdown, lf_pool_notify and a promoter
+ *     nothing is wasted), another thread, or the follower itself once the deferral
+ *     is LF_DEFER_NS old (stats.tick_leads: the promoter was away that long). A tick
+ *     that finds a promotion deferred to it more recently (the promoter defers anew
+ *     at every turn) sleeps on until then: the leadership does not move while its
+ *     holder is only between two turns. A thread that may not take it (HEAP: of
+ *     lower priority; or the follower has a notification pending) wakes it instead, and so do lf_pool_shutdown, lf_pool_notify and a promoter
  *     that leaves instead of coming back. lf_pool_try_lead takes it too (0, not
  *     EBUSY). HEAP never defers to a follower of higher priority than the promoter.
  *   So a handler that blocks leaves the handles unwatched for LF_DEFER_NS at most
@@ -242,11 +244,12 @@
  *   Measured beside its peers (bench/README.md, "Promotion without SCHED_BATCH"):
  *   context switches per request 1.3x (10 us of work per request) to 4x fewer,
  *   requests/s 0.98x to 1.09x the strict hand-off's on a quiet machine and 1.0x to
- *   1.3x beside a CPU-bound process, but a longer p99.9 on a quiet machine (1.8 to
- *   2.1 ms against 0.4 to 1.5): which is why it is not the default yet. That tail
- *   follows the ticks themselves (a woken follower waits for a CPU behind a leader
- *   that rarely sleeps; at 16 connections longer ticks shortened it), not a harvest
- *   held by a preempted leader (bench/README.md).
+ *   1.5x beside a CPU-bound process. Its p99.9 was 1.8 to 2.3 ms on a quiet machine
+ *   while a tick took a promotion however young. Since a tick waits out the
+ *   deferral's age (three runs, 2 threads): at 16 connections 0.29 to 1.3 ms against
+ *   the strict hand-off's 0.47 to 0.54, at 1.04x to 1.07x its requests/s; at 64, 1.5
+ *   to 2.1 ms against 1.0 to 1.2, at 0.98x to 1.37x. Which is why it is not the
+ *   default yet: the tail at 64 connections.
  *
  * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
  *   Bounded, when stats.prio_inherit is 1:
@@ -590,10 +593,11 @@ struct lf_pool_stats {
                                            * follower's tick (DEFERRAL): counted in
                                            * promotions too */
     unsigned long long ticks;             /* ticks of a parked follower that found
-                                           * nothing to do */
-    unsigned long long tick_leads;        /* deferred promotions taken up at the tick:
-                                           * the promoter was away longer than
-                                           * what was left of the tick */
+                                           * nothing to do, or a promotion deferred
+                                           * to it less than LF_DEFER_NS ago */
+    unsigned long long tick_leads;        /* deferred promotions their follower took
+                                           * up itself: the promoter was away
+                                           * LF_DEFER_NS */
 };
 
 /* An intrusive binary heap (no allocation, O(log n)): nodes live inside the caller's
@@ -879,7 +883,8 @@ static inline void lf__sync_destroy(lf_follower *f)
  * for a 64-bit time_t (the time64 ABIs), so there we pass the kernel's 64-bit layout
  * to SYS_futex_time64 (Linux 5.1; some 32-bit architectures have nothing else), and
  * fall back to SYS_futex only for a 32-bit time_t on an older kernel. */
-static inline long lf__futex_wait_raw(lf_follower *f, const struct timespec *deadline)
+static inline long lf__futex_wait_raw(lf_follower *f, uint32_t expect,
+                                      const struct timespec *deadline)
 {
 #if defined(SYS_futex_time64) && UINTPTR_MAX == 0xffffffffu
     struct {
@@ -892,16 +897,16 @@ static inline long lf__futex_wait_raw(lf_follower *f, const struct timespec *dea
         kp = &k;
     }
     rc = lf__syscall(SYS_futex_time64, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                     LF__WAITING, kp, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
+                     expect, kp, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
 #if defined(SYS_futex)
     if (rc != 0 && errno == ENOSYS && sizeof(time_t) == 4)
         rc = lf__syscall(SYS_futex, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                         LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
+                         expect, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
 #endif
     return rc;
 #else
     return lf__syscall(SYS_futex, lf__futex_word(f), FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG,
-                       LF__WAITING, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
+                       expect, deadline, (uint32_t *)NULL, FUTEX_BITSET_MATCH_ANY);
 #endif
 }
 
@@ -911,7 +916,7 @@ static inline long lf__futex_wait_raw(lf_follower *f, const struct timespec *dea
  * instruction of that window leaves the follower's state for the cleanup to read under
  * the lock (lf__unpark). The caller's type is back before anything else runs.
  * (ThreadSanitizer builds: see LF__TSAN_WAITS.) */
-static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadline)
+static inline long lf__futex_wait(lf_follower *f, uint32_t expect, const struct timespec *deadline)
 {
 #ifdef LF__TSAN_WAITS
     struct timespec slice;
@@ -920,7 +925,7 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
     lf_deadline_in(&slice, LF__TSAN_SLICE_MS * 1000000LL);
     last = deadline != NULL && lf__ts_ns(deadline) <= lf__ts_ns(&slice);
     pthread_testcancel();
-    rc = lf__futex_wait_raw(f, last ? deadline : &slice);
+    rc = lf__futex_wait_raw(f, expect, last ? deadline : &slice);
     if (rc != 0 && errno == ETIMEDOUT && !last)
         errno = EINTR; /* a slice, not the deadline: the park looks again */
     return rc;
@@ -931,7 +936,7 @@ static inline long lf__futex_wait(lf_follower *f, const struct timespec *deadlin
     /* one raw system call runs in it, and the exit below closes it safely */
     /* NOLINTNEXTLINE(concurrency-thread-canceltype-asynchronous) */
     pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
-    rc = lf__futex_wait_raw(f, deadline);
+    rc = lf__futex_wait_raw(f, expect, deadline);
     err = errno;
     /* Leaving the window. glibc before 2.41 sends the cancel signal of an
      * asynchronous window and lets the target go on meanwhile; a signal still on its
@@ -980,7 +985,7 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         }
         if (w != LF__WAITING)
             return 0;
-        if (lf__futex_wait(f, deadline) != 0 && errno == ETIMEDOUT) {
+        if (lf__futex_wait(f, LF__WAITING, deadline) != 0 && errno == ETIMEDOUT) {
             pthread_mutex_lock(&p->lf__lock);
             return ETIMEDOUT;
         }
@@ -1517,6 +1522,28 @@ static inline int lf__park_guarded(lf_pool *p, lf_follower *f, const struct time
     LF__CLEANUP_POP(0);
     return rc;
 }
+
+/* DEFERRAL, lock held: f leads by a deferred promotion that it found at its tick but
+ * that was made less than LF_DEFER_NS ago (the promoter is not away; it defers anew
+ * at every turn). Sleep on until `until` (the deferral LF_DEFER_NS old), a wake-up
+ * (lf__undefer) or, for nothing, a takeover of the promotion (the word back to
+ * WAITING, f back in the set: it sleeps on to `until`, then parks as any follower).
+ * Returns with the lock held; a cancellation point, with lf__park's cleanup. */
+static inline void lf__defer_sleep(lf_pool *p, lf_follower *f, const struct timespec *until)
+{
+    lf__park_guard g;
+    g.p = p;
+    g.f = f;
+    LF__CLEANUP_PUSH(lf__unpark, &g);
+#if LF_SYNC == LF_SYNC_FUTEX
+    pthread_mutex_unlock(&p->lf__lock);
+    (void)lf__futex_wait(f, LF__WAKE_LEAD, until); /* (returns at once if withdrawn) */
+    pthread_mutex_lock(&p->lf__lock);
+#else
+    (void)pthread_cond_timedwait(&f->lf__cond, &p->lf__lock, until);
+#endif
+    LF__CLEANUP_POP(0);
+}
 #endif
 
 #if LF_PROMOTE != LF_PROMOTE_CONDVAR
@@ -1640,6 +1667,25 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
             p->lf__stats.timeouts++;
             pthread_mutex_unlock(&p->lf__lock);
             return ETIMEDOUT;
+        }
+        /* deferred to us, but only just now: the promoter is not away, it defers at
+         * every turn. Leading now would move the leadership for nothing (and the
+         * promoter would park): sleep on until the deferral is LF_DEFER_NS old. */
+        if (LF_DEFER_NS && until != deadline) {
+            for (;;) {
+                long long due = p->lf__busy_ns + LF_DEFER_NS; /* (the deferral's time) */
+                struct timespec at;
+                if (lf__load(&f->lf__word, relaxed) != LF__WAKE_LEAD || !p->lf__deferred ||
+                    p->lf__leader != f || lf__mono_ns() >= due ||
+                    (deadline != NULL && lf__ts_ns(deadline) <= due))
+                    break;
+                p->lf__stats.ticks++;
+                at.tv_sec = (time_t)(due / 1000000000LL);
+                at.tv_nsec = (long)(due % 1000000000LL);
+                lf__defer_sleep(p, f, &at);
+            }
+            if (lf__load(&f->lf__word, relaxed) == LF__WAITING)
+                continue; /* taken over meanwhile: back in the set, park again */
         }
         /* promoted at the last moment, or deferred to this tick: claim it while the
          * lock keeps takeovers out */

@@ -12,19 +12,21 @@
  * none left waits until the shutdown interrupts it); the source says "young" or not
  * at each promotion (any answer); a follower parks with a tick or without one (any
  * choice once the pool was busy; the real rule gives the tick to one follower, so
- * this covers it); a tick may fire at any moment; a thread back from a handler leads
- * again or leaves (lf_pool_leave); one handler in the run may block until a thread
- * leads after it (a handler that waits for a reply only the next leader reads: the
- * case the tick exists for); one lf_pool_notify (of thread 0: the threads are alike,
- * so one covers any); lf_pool_shutdown at any moment but while that handler blocks
- * (a shutdown would release it: the tick must).
+ * this covers it); a tick may fire at any moment, and one that finds a promotion
+ * deferred to it may find it too young and sleep on (any choice: the age is time; that
+ * it grows old at last is time's doing, not the protocol's); a thread back from a
+ * handler leads again or leaves (lf_pool_leave); one handler in the run may block
+ * until a thread leads after it (a handler that waits for a reply only the next
+ * leader reads: the case the tick exists for); one lf_pool_notify (of thread 0: the
+ * threads are alike, so one covers any); lf_pool_shutdown at any moment but while
+ * that handler blocks (a shutdown would release it: the tick must).
  *
  * Checked in every state: never two threads acting as leader, and the one acting
  * holds the slot; with the pool lock free, a vacant slot has no parked follower (no
  * lost wake-up), and a deferred promotion went to a follower parked with a tick (its
  * tick bounds the delay). Spin's end-state check: no thread is left asleep with
- * nobody to wake it, and the blocking handler is always released (the deferred
- * follower's tick leads in its place). At the end every thread has returned and
+ * nobody to wake it, and the blocking handler is never stuck for good (the deferred
+ * follower's tick leads in its place, once the deferral is old). At the end every thread has returned and
  * nobody is left parked.
  *
  * FIXED=0: the promotion defers to any follower, also one parked without a tick;
@@ -40,6 +42,9 @@
  *   lf__park: futex_wait(word, WAITING)             "sleep" / "claim"
  *   lf__follow: ETIMEDOUT at a tick: WAITING ->     "tick"
  *     park again; WAKE_LEAD -> LEADING, tick_lead
+ *   lf__follow: WAKE_LEAD deferred less than         "young", ticked
+ *     LF_DEFER_NS ago: lf__defer_sleep, look again
+ *     (the age is time: any choice here)
  *   lf_pool_leave while processing: lf__undefer     "leave"
  */
 #ifndef FIXED
@@ -196,10 +201,13 @@ sleep:                                                            /* lf__park */
     :: !asleep[me] -> goto sleep                                  /* woken: look again */
     :: atomic { asleep[me] && timed[me] -> asleep[me] = 0;        /* its tick */
         lock();
+ticked:                                                           /* lock held */
         if
         :: word[me] == WAITING -> goto park                       /* nobody chose it */
+        :: word[me] == LEAD && deferred && leader == me ->        /* deferred only just */
+            unlock(); goto young                                  /* now: sleep on */
         :: word[me] == LEAD ->                                    /* deferred to this tick */
-            word[me] = LEADING;
+            word[me] = LEADING;                                   /* (or long enough ago) */
             if
             :: deferred && leader == me -> deferred = 0           /* tick_leads */
             :: else -> skip
@@ -208,6 +216,14 @@ sleep:                                                            /* lf__park */
         :: else -> unlock(); goto done                            /* shut down, notified */
         fi }
     fi;
+young:                                                            /* lf__defer_sleep: */
+    atomic {                                                      /* futex_wait(word, LEAD) */
+        if
+        :: word[me] == LEAD -> asleep[me] = 1
+        :: else -> skip                                           /* taken over: at once */
+        fi
+    };
+    atomic { lock(); asleep[me] = 0; goto ticked };               /* woken, or its time */
 
 leading:
     atomic { acting++; led = 1; assert(acting == 1 && leader == me) };

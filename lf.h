@@ -223,8 +223,11 @@
  *     busy one the ticks of about one follower.
  *   - When the source says what the leader holds is young (lf_reactor.h: nothing
  *     harvested left and nothing queued, or a harvest younger than
- *     LF_REACTOR_BACKLOG_NS), a promotion to a follower parked with a tick posts the
- *     promotion and does not wake it (stats.deferred).
+ *     LF_REACTOR_BACKLOG_NS, counted as old as the time the handles went unwatched
+ *     before it when that was longer), a promotion to a follower parked with a tick
+ *     posts the promotion and does not wake it (stats.deferred). So handlers that run
+ *     longer than LF_REACTOR_BACKLOG_NS still get the follower woken to share the
+ *     events that came meanwhile.
  *   - Whoever asks to lead first takes a deferred promotion: the promoter back from
  *     its handler (whatever LF_TAKEOVER says: a deferred follower was never woken, so
  *     nothing is wasted), another thread, or the follower itself once the deferral
@@ -615,13 +618,17 @@ typedef struct lf__heap {
 enum { LF__NONE = 0, LF__FOLLOWER, LF__LEADER, LF__PROCESSING };
 /* a follower's word: WAITING while parked; the promoter posts WAKE_LEAD, which the
  * follower turns into LEADING when it runs (unless a takeover turned it back into
- * WAITING first: one compare-and-swap decides) */
+ * WAITING first: one compare-and-swap decides). WAKE_DEFERRED is a promotion whose
+ * wake-up was deferred (DEFERRAL): a promotion all the same, but lf__undefer turns it
+ * into WAKE_LEAD before its wake-up, so a follower about to sleep on a deferred one
+ * (lf__defer_sleep) cannot miss that wake-up. */
 enum {
     LF__WAITING = 0,
     LF__WAKE_LEAD = 1,
     LF__WAKE_SHUTDOWN = 2,
     LF__WAKE_NOTIFY = 3,
-    LF__LEADING = 4
+    LF__LEADING = 4,
+    LF__WAKE_DEFERRED = 5
 };
 
 struct LF__CFG(lf_follower) {
@@ -976,10 +983,10 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         /* acquire: pairs with the promoter's release store, so the role fields it
          * wrote under the lock are visible without taking the lock again */
         uint32_t w = lf__load(&f->lf__word, acquire);
-        if (w == LF__WAKE_LEAD) {
+        if (w == LF__WAKE_LEAD || w == LF__WAKE_DEFERRED) {
             /* running now: claim the promotion, unless a takeover withdrew it first
              * (then the word is WAITING again and we park again) */
-            if (lf__word_claim(f, LF__WAKE_LEAD, LF__LEADING))
+            if (lf__word_claim(f, w, LF__LEADING))
                 return 0;
             continue;
         }
@@ -1028,7 +1035,8 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         if (rc == ETIMEDOUT)
             return ETIMEDOUT; /* lock held; the word is final under it */
     }
-    if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD) /* a takeover needs the lock */
+    if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD ||
+        lf__load(&f->lf__word, relaxed) == LF__WAKE_DEFERRED) /* a takeover needs the lock */
         lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
     pthread_mutex_unlock(&p->lf__lock);
     return 0;
@@ -1362,7 +1370,7 @@ static inline lf_follower *lf__handoff_as(lf_pool *p, int how)
     next->lf__role = LF__LEADER;
     if (LF_DEFER_NS && how == LF__MAY_DEFER && next->lf__timed) {
         /* its tick wakes it; whoever asks to lead first takes the slot (lf__lead) */
-        lf__store(&next->lf__word, (uint32_t)LF__WAKE_LEAD, release);
+        lf__store(&next->lf__word, (uint32_t)LF__WAKE_DEFERRED, release);
         p->lf__deferred = 1;
         p->lf__stats.deferred++;
         return NULL;
@@ -1537,7 +1545,8 @@ static inline void lf__defer_sleep(lf_pool *p, lf_follower *f, const struct time
     LF__CLEANUP_PUSH(lf__unpark, &g);
 #if LF_SYNC == LF_SYNC_FUTEX
     pthread_mutex_unlock(&p->lf__lock);
-    (void)lf__futex_wait(f, LF__WAKE_LEAD, until); /* (returns at once if withdrawn) */
+    /* returns at once if the word changed: taken over, or woken by lf__undefer */
+    (void)lf__futex_wait(f, LF__WAKE_DEFERRED, until);
     pthread_mutex_lock(&p->lf__lock);
 #else
     (void)pthread_cond_timedwait(&f->lf__cond, &p->lf__lock, until);
@@ -1582,7 +1591,9 @@ static inline void lf__undefer(lf_pool *p)
     if (!p->lf__deferred)
         return;
     p->lf__deferred = 0;
-    if (g != NULL && lf__load(&g->lf__word, relaxed) == LF__WAKE_LEAD) {
+    if (g != NULL && lf__load(&g->lf__word, relaxed) == LF__WAKE_DEFERRED) {
+        /* a plain promotion now: lf__defer_sleep's futex wait sees the change */
+        lf__store(&g->lf__word, (uint32_t)LF__WAKE_LEAD, release);
 #if LF_SYNC == LF_SYNC_PTHREAD
         pthread_cond_signal(&g->lf__cond);
 #else
@@ -1675,7 +1686,7 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
             for (;;) {
                 long long due = p->lf__busy_ns + LF_DEFER_NS; /* (the deferral's time) */
                 struct timespec at;
-                if (lf__load(&f->lf__word, relaxed) != LF__WAKE_LEAD || !p->lf__deferred ||
+                if (lf__load(&f->lf__word, relaxed) != LF__WAKE_DEFERRED || !p->lf__deferred ||
                     p->lf__leader != f || lf__mono_ns() >= due ||
                     (deadline != NULL && lf__ts_ns(deadline) <= due))
                     break;
@@ -1689,7 +1700,8 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
         }
         /* promoted at the last moment, or deferred to this tick: claim it while the
          * lock keeps takeovers out */
-        if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD) {
+        if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD ||
+            lf__load(&f->lf__word, relaxed) == LF__WAKE_DEFERRED) {
             lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
             if (p->lf__deferred && p->lf__leader == f) {
                 p->lf__deferred = 0;
@@ -1727,7 +1739,8 @@ static inline int lf__takeover(lf_pool *p, lf_follower *f)
     if (f->priority < g->priority)
         return 0;
 #endif
-    if (!lf__word_claim(g, LF__WAKE_LEAD, LF__WAITING))
+    if (!lf__word_claim(g, LF__WAKE_DEFERRED, LF__WAITING) &&
+        !lf__word_claim(g, LF__WAKE_LEAD, LF__WAITING))
         return 0; /* it runs already (or has been waiting as leader since lf_pool_lead) */
     g->lf__role = LF__FOLLOWER;
     lf__set_putback(p, g);

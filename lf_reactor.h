@@ -48,8 +48,11 @@
  *                        (returned by the wait) longer ago than this are a backlog,
  *                        and lf_reactor_run's leader wakes the follower it promotes at
  *                        once (default 50000, 50 us); younger, the wake-up is
- *                        deferred. (How long they waited in the kernel before the
- *                        harvest is not known to it.)
+ *                        deferred. How long they waited in the kernel is not known,
+ *                        so a wait that comes after the handles went unwatched for
+ *                        longer than this (a long handler, its promotion deferred)
+ *                        counts what it finds as that old: the follower is woken to
+ *                        share what came meanwhile.
  *   LF_PROMOTE, LF_SYNC  as in lf.h (the reactor's pool).
  *
  * HANDLERS AND THEIR LIFE
@@ -673,7 +676,8 @@ typedef struct LF__RCFG(lf__harvest) {
     int prefer_queue; /* alternates the ready queue and I/O */
     int drained;      /* this wait emptied the wake-up descriptor */
     int transient;    /* lives for one turn: never leave an event behind in it */
-    long long at_ns;  /* when the last wait that reported something returned */
+    long long at_ns;  /* DEFERRAL: how old what is in hand may be (below) */
+    long long end_ns; /* DEFERRAL: when the last wait returned */
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     int cap;
     struct epoll_event *ev;
@@ -2138,11 +2142,23 @@ static inline int lf__be_wait_guarded(lf_reactor *r, lf__harvest *hv, int ms, in
     g.r = r;
     g.hv = hv;
     g.counted = counted;
+    long long start = LF_DEFER_NS ? lf__now_ns() : 0;
     LF__CLEANUP_PUSH(lf__wait_cancelled, &g);
     rc = lf__be_wait(r, hv, ms);
     LF__CLEANUP_POP(0);
-    if (LF_DEFER_NS && rc == 0 && hv->i < hv->n)
-        hv->at_ns = lf__now_ns(); /* the age of what is in hand (lf__src_defer) */
+    if (LF_DEFER_NS) {
+        /* The age of what is in hand (lf__src_defer): what the wait found may have
+         * come at any time since the handles were last watched. If they went
+         * unwatched for longer than a backlog's age (a handler ran long while its
+         * promotion was deferred), count it as that old, so the follower is woken to
+         * share what came meanwhile; else as new. */
+        long long now = lf__now_ns();
+        if (rc == 0 && hv->i < hv->n)
+            hv->at_ns = hv->end_ns != 0 && start - hv->end_ns > LF_REACTOR_BACKLOG_NS
+                            ? hv->end_ns
+                            : now;
+        hv->end_ns = now;
+    }
     return rc;
 }
 
@@ -2331,8 +2347,10 @@ static inline int lf__src_dispatch(void *ctx, lf_event *ev)
 
 /* DEFERRAL (lf.h): may the promotion after this wait leave its follower asleep, until
  * its tick or until we are back? Yes while what we hold is young: nothing harvested
- * and nothing queued, or a harvest younger than LF_REACTOR_BACKLOG_NS. Older, it is a
- * backlog, and the follower wakes at once to share it. */
+ * and nothing queued, or a harvest younger than LF_REACTOR_BACKLOG_NS (its age counts
+ * from when the handles were last watched, if they went unwatched longer than that:
+ * lf__be_wait_guarded). Older, it is a backlog, and the follower wakes at once to
+ * share it. */
 static inline int lf__src_defer(void *ctx)
 {
     lf_reactor *r = (lf_reactor *)ctx;

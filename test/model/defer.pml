@@ -57,6 +57,7 @@
 #define CANCEL 2
 #define LEADING 3
 #define NOTIFY 4
+#define DLEAD 5 /* WAKE_DEFERRED: a promotion whose wake-up was deferred */
 #ifndef EVENTS
 #define EVENTS 1
 #endif
@@ -91,7 +92,7 @@ inline undefer()
     :: deferred ->
         deferred = 0;
         if
-        :: leader != NONE && word[leader] == LEAD -> wake(leader)
+        :: leader != NONE && word[leader] == DLEAD -> word[leader] = LEAD; wake(leader)
         :: else -> skip
         fi
     :: else -> skip
@@ -120,12 +121,12 @@ inline handoff(how)
         word[next] = LEAD;
 #if FIXED
         if
-        :: how == 2 && timed[next] -> deferred = 1; next = NONE     /* defer */
+        :: how == 2 && timed[next] -> word[next] = DLEAD; deferred = 1; next = NONE /* defer */
         :: else -> skip
         fi
 #else
         if
-        :: how == 2 -> deferred = 1; next = NONE                    /* defer to anyone */
+        :: how == 2 -> word[next] = DLEAD; deferred = 1; next = NONE /* defer to anyone */
         :: else -> skip
         fi
 #endif
@@ -162,7 +163,7 @@ lead:
         g = leader;                                               /* promotion */
         atomic {                                                  /* one compare-and-swap */
             if
-            :: word[g] == LEAD -> word[g] = WAITING; took = 1
+            :: word[g] == LEAD || word[g] == DLEAD -> word[g] = WAITING; took = 1
             :: else -> skip
             fi
         }
@@ -192,7 +193,8 @@ park:                                                             /* lf__tick, l
 sleep:                                                            /* lf__park */
     atomic {
         if
-        :: word[me] == LEAD -> word[me] = LEADING; goto leading   /* claim (a CAS) */
+        :: word[me] == LEAD || word[me] == DLEAD ->               /* claim (a CAS) */
+            word[me] = LEADING; goto leading
         :: word[me] == CANCEL || word[me] == NOTIFY -> goto done
         :: word[me] == WAITING -> asleep[me] = 1                  /* futex_wait */
         fi
@@ -204,9 +206,9 @@ sleep:                                                            /* lf__park */
 ticked:                                                           /* lock held */
         if
         :: word[me] == WAITING -> goto park                       /* nobody chose it */
-        :: word[me] == LEAD && deferred && leader == me ->        /* deferred only just */
+        :: word[me] == DLEAD && deferred && leader == me ->       /* deferred only just */
             unlock(); goto young                                  /* now: sleep on */
-        :: word[me] == LEAD ->                                    /* deferred to this tick */
+        :: word[me] == LEAD || word[me] == DLEAD ->               /* deferred to this tick */
             word[me] = LEADING;                                   /* (or long enough ago) */
             if
             :: deferred && leader == me -> deferred = 0           /* tick_leads */
@@ -217,10 +219,10 @@ ticked:                                                           /* lock held *
         fi }
     fi;
 young:                                                            /* lf__defer_sleep: */
-    atomic {                                                      /* futex_wait(word, LEAD) */
-        if
-        :: word[me] == LEAD -> asleep[me] = 1
-        :: else -> skip                                           /* taken over: at once */
+    atomic {                                                      /* futex_wait(word, */
+        if                                                        /* WAKE_DEFERRED) */
+        :: word[me] == DLEAD -> asleep[me] = 1
+        :: else -> skip                       /* taken over, or undeferred: at once */
         fi
     };
     atomic { lock(); asleep[me] = 0; goto ticked };               /* woken, or its time */

@@ -248,11 +248,13 @@
  *   context switches per request 1.3x (10 us of work per request) to 4x fewer,
  *   requests/s 0.98x to 1.09x the strict hand-off's on a quiet machine and 1.0x to
  *   1.5x beside a CPU-bound process. Its p99.9 was 1.8 to 2.3 ms on a quiet machine
- *   while a tick took a promotion however young. Since a tick waits out the
- *   deferral's age (three runs, 2 threads): at 16 connections 0.29 to 1.3 ms against
- *   the strict hand-off's 0.47 to 0.54, at 1.04x to 1.07x its requests/s; at 64, 1.5
- *   to 2.1 ms against 1.0 to 1.2, at 0.98x to 1.37x. Which is why it is not the
- *   default yet: the tail at 64 connections.
+ *   while a tick took a promotion however young. As it is now (a tick waits out the
+ *   deferral's age, unwatched time counts as a backlog's; three runs, 2 threads): at
+ *   16 connections 0.18 to 0.61 ms against the strict hand-off's 0.32 to 0.90, at
+ *   1.05x to 1.46x its requests/s; at 64, 3.3 to 3.7 ms against 0.9 to 1.0, at 0.98x
+ *   to 1.09x; beside a CPU-bound process 1.20x to 1.76x the requests/s of asio under
+ *   SCHED_BATCH at 0.58x to 0.83x its p99. Which is why it is not the default yet:
+ *   the tail at 64 connections.
  *
  * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
  *   Bounded, when stats.prio_inherit is 1:

@@ -249,12 +249,13 @@
  *   requests/s 0.98x to 1.09x the strict hand-off's on a quiet machine and 1.0x to
  *   1.5x beside a CPU-bound process. Its p99.9 was 1.8 to 2.3 ms on a quiet machine
  *   while a tick took a promotion however young. As it is now (a tick waits out the
- *   deferral's age, unwatched time counts as a backlog's; three runs, 2 threads): at
- *   16 connections 0.18 to 0.61 ms against the strict hand-off's 0.32 to 0.90, at
- *   1.05x to 1.46x its requests/s; at 64, 3.3 to 3.7 ms against 0.9 to 1.0, at 0.98x
- *   to 1.09x; beside a CPU-bound process 1.20x to 1.76x the requests/s of asio under
- *   SCHED_BATCH at 0.58x to 0.83x its p99. Which is why it is not the default yet:
- *   the tail at 64 connections.
+ *   deferral's age; a harvest after a long unwatched stretch wakes the follower;
+ *   three runs, 2 threads): at 16 connections 0.23 to 0.90 ms against the strict
+ *   hand-off's 0.38 to 0.90, at 1.07x to 1.26x its requests/s; at 64, 1.3 to 2.2 ms
+ *   against 1.0 to 1.2, at 0.90x to 1.34x, fairness 0.86 to 0.89; beside a CPU-bound
+ *   process 1.07x to 1.40x the requests/s of the best asio (either policy) at 0.48x
+ *   to 0.87x its p99. Which is why it is not the default yet: the tail and fairness
+ *   at 64 connections.
  *
  * REAL TIME (LF_PROMOTE_HEAP): WHAT IS BOUNDED, AND WHAT IS NOT
  *   Bounded, when stats.prio_inherit is 1:

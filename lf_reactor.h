@@ -49,10 +49,10 @@
  *                        and lf_reactor_run's leader wakes the follower it promotes at
  *                        once (default 50000, 50 us); younger, the wake-up is
  *                        deferred. How long they waited in the kernel is not known,
- *                        so a wait that comes after the handles went unwatched for
- *                        longer than this (a long handler, its promotion deferred)
- *                        counts what it finds as that old: the follower is woken to
- *                        share what came meanwhile.
+ *                        so after a wait that comes after the handles went unwatched
+ *                        for longer than this (a long handler, its promotion
+ *                        deferred) and returns at once, the follower is woken too:
+ *                        events come while the handlers run.
  *   LF_PROMOTE, LF_SYNC  as in lf.h (the reactor's pool).
  *
  * HANDLERS AND THEIR LIFE
@@ -676,8 +676,9 @@ typedef struct LF__RCFG(lf__harvest) {
     int prefer_queue; /* alternates the ready queue and I/O */
     int drained;      /* this wait emptied the wake-up descriptor */
     int transient;    /* lives for one turn: never leave an event behind in it */
-    long long at_ns;  /* DEFERRAL: how old what is in hand may be (below) */
+    long long at_ns;  /* DEFERRAL: when the last wait that reported something returned */
     long long end_ns; /* DEFERRAL: when the last wait returned */
+    int stale;        /* DEFERRAL: what that wait found may be old (below) */
 #if LF_REACTOR_BACKEND == LF_REACTOR_EPOLL
     int cap;
     struct epoll_event *ev;
@@ -2147,16 +2148,18 @@ static inline int lf__be_wait_guarded(lf_reactor *r, lf__harvest *hv, int ms, in
     rc = lf__be_wait(r, hv, ms);
     LF__CLEANUP_POP(0);
     if (LF_DEFER_NS) {
-        /* The age of what is in hand (lf__src_defer): what the wait found may have
-         * come at any time since the handles were last watched. If they went
-         * unwatched for longer than a backlog's age (a handler ran long while its
-         * promotion was deferred), count it as that old, so the follower is woken to
-         * share what came meanwhile; else as new. */
+        /* For lf__src_defer: what a wait that returned at once found may have come
+         * at any time since the handles were last watched. If they went unwatched
+         * for longer than a backlog's age (a handler ran long while its promotion
+         * was deferred), it is stale: events come while the handlers run, and the
+         * follower is woken to watch for them. If the wait blocked, what it found
+         * came during it. */
         long long now = lf__now_ns();
-        if (rc == 0 && hv->i < hv->n)
-            hv->at_ns = hv->end_ns != 0 && start - hv->end_ns > LF_REACTOR_BACKLOG_NS
-                            ? hv->end_ns
-                            : now;
+        if (rc == 0 && hv->i < hv->n) {
+            hv->at_ns = now;
+            hv->stale = hv->end_ns != 0 && start - hv->end_ns > LF_REACTOR_BACKLOG_NS &&
+                        now - start < LF_REACTOR_BACKLOG_NS;
+        }
         hv->end_ns = now;
     }
     return rc;
@@ -2347,14 +2350,16 @@ static inline int lf__src_dispatch(void *ctx, lf_event *ev)
 
 /* DEFERRAL (lf.h): may the promotion after this wait leave its follower asleep, until
  * its tick or until we are back? Yes while what we hold is young: nothing harvested
- * and nothing queued, or a harvest younger than LF_REACTOR_BACKLOG_NS (its age counts
- * from when the handles were last watched, if they went unwatched longer than that:
- * lf__be_wait_guarded). Older, it is a backlog, and the follower wakes at once to
- * share it. */
+ * and nothing queued, or a harvest younger than LF_REACTOR_BACKLOG_NS. Older, it is a
+ * backlog, and the follower wakes at once to share it; and so it does after a harvest
+ * that came after the handles went unwatched longer than that (stale, set by
+ * lf__be_wait_guarded): events come while the handlers run. */
 static inline int lf__src_defer(void *ctx)
 {
     lf_reactor *r = (lf_reactor *)ctx;
     lf__harvest *hv = &r->lf__hv;
+    if (hv->stale)
+        return 0;
     if (hv->i >= hv->n && !lf__queue_busy(r))
         return 1;
     return lf__now_ns() - hv->at_ns < LF_REACTOR_BACKLOG_NS;

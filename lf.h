@@ -235,8 +235,9 @@
  *     that finds a promotion deferred to it more recently (the promoter defers anew
  *     at every turn) sleeps on until then: the leadership does not move while its
  *     holder is only between two turns. A thread that may not take it (HEAP: of
- *     lower priority; or the follower has a notification pending) wakes it instead, and so do lf_pool_shutdown, lf_pool_notify and a promoter
- *     that leaves instead of coming back. lf_pool_try_lead takes it too (0, not
+ *     lower priority; or the follower has a notification pending) wakes it instead,
+ *     and so do lf_pool_shutdown, lf_pool_notify and a promoter that leaves instead
+ *     of coming back. lf_pool_try_lead takes it too (0, not
  *     EBUSY). HEAP never defers to a follower of higher priority than the promoter.
  *   So a handler that blocks leaves the handles unwatched for LF_DEFER_NS at most
  *   (plus the follower's scheduling delay), not for the whole handler, and a backlog

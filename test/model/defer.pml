@@ -13,25 +13,28 @@
  * at each promotion (any answer); a follower parks with a tick or without one (any
  * choice once the pool was busy; the real rule gives the tick to one follower, so
  * this covers it); a tick may fire at any moment, and one that finds a promotion
- * deferred to it may find it too young and sleep on (any choice: the age is time; that
- * it grows old at last is time's doing, not the protocol's); a thread back from a
- * handler leads again or leaves (lf_pool_leave); one handler in the run may block
- * until a thread leads after it (a handler that waits for a reply only the next
+ * deferred to it may find it too young and sleep on, once per deferral (the age is
+ * time, so any choice; when that sleep ends the deferral is LF_DEFER_NS old and the
+ * next look takes it); a thread back from a handler leads again or leaves
+ * (lf_pool_leave); one handler in the run may block until a thread leads after it or
+ * every other thread has returned (a handler that waits for a reply only the next
  * leader reads: the case the tick exists for); one lf_pool_notify (of thread 0: the
  * threads are alike, so one covers any); lf_pool_shutdown at any moment but while
  * that handler blocks (a shutdown would release it: the tick must).
  *
  * Checked in every state: never two threads acting as leader, and the one acting
  * holds the slot; with the pool lock free, a vacant slot has no parked follower (no
- * lost wake-up), and a deferred promotion went to a follower parked with a tick (its
- * tick bounds the delay). Spin's end-state check: no thread is left asleep with
- * nobody to wake it, and the blocking handler is never stuck for good (the deferred
- * follower's tick leads in its place, once the deferral is old). At the end every thread has returned and
- * nobody is left parked.
+ * lost wake-up), a deferred promotion went to a follower parked with a tick (its tick
+ * bounds the delay), and a word reads WAKE_DEFERRED only while its promotion is the
+ * deferred one (an undeferred promotion is a woken one). Spin's end-state check: no
+ * thread is left asleep with nobody to wake it, and the blocking handler is never
+ * stuck for good (the deferred follower's tick leads in its place, once the deferral
+ * is old). At the end every thread has returned and nobody is left parked.
  *
- * FIXED=0: the promotion defers to any follower, also one parked without a tick;
- * with the blocking handler, that follower sleeps for ever and the handles are never
- * watched again: spin must find it.
+ * FIXED=0: the promotion defers to any follower, also one parked without a tick, and
+ * the invariant that says so is off: with the blocking handler, that follower sleeps
+ * for ever and the handles are never watched again; spin's end-state check must find
+ * it.
  *
  *   lf.h                                          here
  *   lf__lead: vacant slot -> leader                "take the slot"
@@ -77,6 +80,8 @@ bit led;               /* a thread began to act as leader since the handler bloc
 bit notified[N];       /* lf__notified */
 bit blocker_used;      /* the one handler that blocks has run */
 bit blocking;          /* ... and is blocked now */
+bit aged[N];           /* ghost: slept once on its deferred promotion; when it wakes
+                          the deferral is LF_DEFER_NS old, so its next look takes it */
 byte returned;
 
 inline lock() { atomic { locked == 0 -> locked = 1 } }
@@ -118,18 +123,15 @@ inline handoff(how)
         parked[next] = 0;
         nfollowers--;
         leader = next;
-        word[next] = LEAD;
+        if
 #if FIXED
-        if
-        :: how == 2 && timed[next] -> word[next] = DLEAD; deferred = 1; next = NONE /* defer */
-        :: else -> skip
-        fi
+        :: how == 2 && timed[next] ->                             /* defer */
 #else
-        if
-        :: how == 2 -> word[next] = DLEAD; deferred = 1; next = NONE /* defer to anyone */
-        :: else -> skip
-        fi
+        :: how == 2 ->                                            /* defer to anyone */
 #endif
+            word[next] = DLEAD; deferred = 1; next = NONE
+        :: else -> word[next] = LEAD
+        fi
     fi
 }
 
@@ -184,6 +186,7 @@ lead:
     parked[me] = 1;
     nfollowers++;
 park:                                                             /* lf__tick, lock held */
+    aged[me] = 0;
     if
     :: busy -> timed[me] = 1
     :: true -> timed[me] = 0
@@ -206,8 +209,8 @@ sleep:                                                            /* lf__park */
 ticked:                                                           /* lock held */
         if
         :: word[me] == WAITING -> goto park                       /* nobody chose it */
-        :: word[me] == DLEAD && deferred && leader == me ->       /* deferred only just */
-            unlock(); goto young                                  /* now: sleep on */
+        :: word[me] == DLEAD && deferred && leader == me && !aged[me] -> /* deferred only */
+            aged[me] = 1; unlock(); goto young                    /* just now: sleep on */
         :: word[me] == LEAD || word[me] == DLEAD ->               /* deferred to this tick */
             word[me] = LEADING;                                   /* (or long enough ago) */
             if
@@ -228,7 +231,7 @@ young:                                                            /* lf__defer_s
     atomic { lock(); asleep[me] = 0; goto ticked };               /* woken, or its time */
 
 leading:
-    atomic { acting++; led = 1; assert(acting == 1 && leader == me) };
+    atomic { acting++; led = 1; aged[me] = 0; assert(acting == 1 && leader == me) };
     if
     :: shutdown_flag -> goto leave                                /* interrupted */
     :: events < EVENTS -> events++                                /* an event */
@@ -245,7 +248,7 @@ leading:
     if                                                            /* dispatch */
     :: atomic { !blocker_used ->                                  /* a handler that blocks */
         blocker_used = 1; led = 0; blocking = 1 };                /* until a leader reads */
-        atomic { (led || acting > 0 || returned > 0) -> blocking = 0 }
+        atomic { (led || acting > 0 || returned == N - 1) -> blocking = 0 }
     :: true -> skip
     fi;
     if
@@ -309,7 +312,12 @@ end:
     do
     :: atomic { !locked && leader == NONE && nfollowers > 0 -> assert(0) } /* lost wake-up */
     :: atomic { acting > 1 -> assert(0) }
+    :: atomic { !locked && (word[0] == DLEAD && (leader != 0 || !deferred) ||
+                            word[1] == DLEAD && (leader != 1 || !deferred) ||
+                            word[2] == DLEAD && (leader != 2 || !deferred)) -> assert(0) }
+#if FIXED /* FIXED=0 breaks this: let the end-state check find what that costs */
     :: atomic { !locked && deferred && (leader == NONE || !timed[leader]) -> assert(0) }
+#endif
     od
 }
 

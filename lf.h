@@ -124,9 +124,9 @@
  *       retried by the same leader. A non-zero s->dispatch is counted in
  *       stats.dispatch_errors and the thread carries on. Returns ECANCELED once the pool
  *       is shut down, ETIMEDOUT when the deadline passes (looked at when the wait would
- *       block and after every dispatch, so also while work keeps coming; a leader hands leadership on
- *       first: leadership is never lost), EINTR after lf_pool_notify(p, f), or the
- *       error s->wait returned.
+ *       block and after every dispatch, so also while work keeps coming; a leader
+ *       hands leadership on first: leadership is never lost), EINTR after
+ *       lf_pool_notify(p, f), or the error s->wait returned.
  *   int lf_pool_notify(lf_pool *p, lf_follower *f)
  *       Specific Notification for any reason but leadership (e.g. "your reply is
  *       here", lf_bound.h): if f is parked as a follower it leaves the follower set
@@ -634,6 +634,11 @@ enum {
     LF__LEADING = 4,
     LF__WAKE_DEFERRED = 5
 };
+/* a word that says "promoted, not yet running": woken or deferred */
+static inline int lf__is_promotion(uint32_t w)
+{
+    return w == LF__WAKE_LEAD || w == LF__WAKE_DEFERRED;
+}
 
 struct LF__CFG(lf_follower) {
     /* public */
@@ -987,7 +992,7 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         /* acquire: pairs with the promoter's release store, so the role fields it
          * wrote under the lock are visible without taking the lock again */
         uint32_t w = lf__load(&f->lf__word, acquire);
-        if (w == LF__WAKE_LEAD || w == LF__WAKE_DEFERRED) {
+        if (lf__is_promotion(w)) {
             /* running now: claim the promotion, unless a takeover withdrew it first
              * (then the word is WAITING again and we park again) */
             if (lf__word_claim(f, w, LF__LEADING))
@@ -1039,8 +1044,7 @@ static inline int lf__park(lf_pool *p, lf_follower *f, const struct timespec *de
         if (rc == ETIMEDOUT)
             return ETIMEDOUT; /* lock held; the word is final under it */
     }
-    if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD ||
-        lf__load(&f->lf__word, relaxed) == LF__WAKE_DEFERRED) /* a takeover needs the lock */
+    if (lf__is_promotion(lf__load(&f->lf__word, relaxed))) /* a takeover needs the lock */
         lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
     pthread_mutex_unlock(&p->lf__lock);
     return 0;
@@ -1704,8 +1708,7 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
         }
         /* promoted at the last moment, or deferred to this tick: claim it while the
          * lock keeps takeovers out */
-        if (lf__load(&f->lf__word, relaxed) == LF__WAKE_LEAD ||
-            lf__load(&f->lf__word, relaxed) == LF__WAKE_DEFERRED) {
+        if (lf__is_promotion(lf__load(&f->lf__word, relaxed))) {
             lf__store(&f->lf__word, (uint32_t)LF__LEADING, relaxed);
             if (p->lf__deferred && p->lf__leader == f) {
                 p->lf__deferred = 0;
@@ -1906,8 +1909,11 @@ static inline int lf_pool_notify(lf_pool *p, lf_follower *f)
 #else
     if (f->lf__role != LF__FOLLOWER) {
         f->lf__notified = 1; /* not parked: its next lead or join reports it */
+        /* promoted, its wake-up deferred: wake it now. It leads, and its next lead
+         * returns EINTR; ending the turn it starts (waking its s->wait) is the
+         * caller's business, as for any leader (EBUSY below). */
         if (p->lf__leader == f)
-            lf__undefer(p); /* promoted but asleep: let it run and see it */
+            lf__undefer(p);
         pthread_mutex_unlock(&p->lf__lock);
         return EBUSY;
     }

@@ -26,10 +26,10 @@
  * holds the slot; with the pool lock free, a vacant slot has no parked follower (no
  * lost wake-up), a deferred promotion went to a follower parked with a tick (its tick
  * bounds the delay), and a word reads WAKE_DEFERRED only while its promotion is the
- * deferred one (an undeferred promotion is a woken one). Spin's end-state check: no
- * thread is left asleep with nobody to wake it, and the blocking handler is never
- * stuck for good (the deferred follower's tick leads in its place, once the deferral
- * is old). At the end every thread has returned and nobody is left parked.
+ * deferred one (an undeferred promotion is a woken one), and none is deferred once the
+ * pool is shut down. Spin's end-state check: no thread is left asleep with nobody to
+ * wake it, and the blocking handler is never stuck for good (the deferred follower's
+ * tick leads in its place, once the deferral is old). At the end every thread has returned and nobody is left parked.
  *
  * FIXED=0: the promotion defers to any follower, also one parked without a tick, and
  * the invariant that says so is off: with the blocking handler, that follower sleeps
@@ -315,6 +315,7 @@ end:
     :: atomic { !locked && (word[0] == DLEAD && (leader != 0 || !deferred) ||
                             word[1] == DLEAD && (leader != 1 || !deferred) ||
                             word[2] == DLEAD && (leader != 2 || !deferred)) -> assert(0) }
+    :: atomic { !locked && shutdown_flag && deferred -> assert(0) } /* a shutdown undefers */
 #if FIXED /* FIXED=0 breaks this: let the end-state check find what that costs */
     :: atomic { !locked && deferred && (leader == NONE || !timed[leader]) -> assert(0) }
 #endif

@@ -2,7 +2,7 @@
 # Every header carries its terms, so a header copied alone keeps them: an SPDX line
 # first, and LICENSE's text, word for word, in its last comment.
 status=0
-for h in lf.h lf_reactor.h lf_bound.h bench/memc.h bench/redis.h; do
+for h in lf.h lf_reactor.h lf_bound.h bench/lf_conn.h bench/memc.h bench/redis.h; do
     head -1 "$h" | grep -q 'SPDX-License-Identifier: MIT' || { echo "$h: no SPDX line first"; status=1; }
     # the header's last comment, without its " * " margins, equals LICENSE
     awk '/^\/\*$/ { buf = ""; inc = 1; next }

@@ -3,7 +3,9 @@
  * speak memcached's binary protocol over it. The request's `opaque` field is the
  * bound's request id, so each reply finds the thread that waits for it, in whatever
  * order the replies come. When the connection breaks, memc_reconnect puts a new one
- * in its place while other threads go on calling.
+ * in its place while other threads go on calling. That connection (dialling,
+ * sharing, replacing) is lf_conn.h's, which bench/redis.h shares; this file is
+ * memcached's protocol on it.
  *
  * QUICK START
  *   memc m;
@@ -24,12 +26,13 @@
  *   Keys are C strings of 1..250 bytes.
  *
  * TO TAKE IT AWAY
- *   Copy memc.h, lf_bound.h and lf.h into one directory of your project (memc.h
- *   includes "lf_bound.h", found beside it or through -I). Nothing else: no liburcu,
- *   no other file of this repository. Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L
- *   app.c -pthread (C11 and POSIX threads, as lf_bound.h needs). For memc_attach,
- *   lf_reactor.h too, and liburcu as that header says. Every file that shares a memc
- *   includes it with the same LF_PROMOTE and LF_SYNC (lf.h).
+ *   Copy memc.h, lf_conn.h, lf_bound.h and lf.h into one directory of your project
+ *   (memc.h includes "lf_conn.h", which includes "lf_bound.h": found beside it or
+ *   through -I). Nothing else: no liburcu, no other file of this repository. Build:
+ *   cc -std=c11 -D_POSIX_C_SOURCE=200809L app.c -pthread (C11 and POSIX threads, as
+ *   lf_bound.h needs). For memc_attach, lf_reactor.h too, and liburcu as that header
+ *   says. Every file that shares a memc includes it with the same LF_PROMOTE and
+ *   LF_SYNC (lf.h).
  *
  * RESULTS of memc_get, memc_set, memc_delete: one meaning each.
  *   0           done (get: the value is in buf, *len bytes, *flags its flags: 0 if
@@ -177,22 +180,22 @@
  *   after it.
  *
  * HOW THE CONNECTION IS SHARED, AND WHAT IT COSTS
- *   m holds its current connection (a struct memc__conn: lf_bound, socket, a count of
- *   references) behind a pointer. A call takes a reference to it (under m's mutex:
- *   load the pointer, add one), makes its request with no lock held, and drops the
- *   reference (under the mutex again; it also marks the connection dead after a
- *   connection error). The mutex is held for those few instructions only, and the
- *   memc holds one reference of its own on the current connection, so a connection
- *   is freed exactly when it is no longer current and its last call has let it go,
- *   by that call. The mutex costs a call 47 ns of CPU for its two lock/unlock
- *   pairs, against 16 ns for the two atomic operations that any lock-free scheme
- *   needs at least (bench/memc_refs.c: 8 threads taking and dropping with nothing
- *   in between, on a 2-vCPU x86-64 VM); a call costs the client 5 to 20 us of CPU
- *   (bench/memc_bench.c, 8 threads; 7 the median), so the difference is under 0.6%,
- *   well inside memc_bench's spread from run to run. A lock-free scheme would also
- *   have to keep a thread that loaded the pointer from counting on a connection
- *   being freed (hazard pointers, or memory that is never freed while m lives): more
- *   code than 30 ns buy here.
+ *   m holds its current connection (lf_conn.h's struct lf_conn_link: lf_bound,
+ *   socket, a count of references) behind a pointer. A call takes a reference to it
+ *   (under m's mutex: load the pointer, add one), makes its request with no lock
+ *   held, and drops the reference (under the mutex again; it also marks the
+ *   connection dead after a connection error). The mutex is held for those few
+ *   instructions only, and the memc holds one reference of its own on the current
+ *   connection, so a connection is freed exactly when it is no longer current and
+ *   its last call has let it go, by that call. The mutex costs a call 47 ns of CPU
+ *   for its two lock/unlock pairs, against 16 ns for the two atomic operations that
+ *   any lock-free scheme needs at least (bench/memc_refs.c: 8 threads taking and
+ *   dropping with nothing in between, on a 2-vCPU x86-64 VM); a call costs the
+ *   client 5 to 20 us of CPU (bench/memc_bench.c, 8 threads; 7 the median), so the
+ *   difference is under 0.6%, well inside memc_bench's spread from run to run. A
+ *   lock-free scheme would also have to keep a thread that loaded the pointer from
+ *   counting on a connection being freed (hazard pointers, or memory that is never
+ *   freed while m lives): more code than 30 ns buy here.
  *
  * WHY THE HEADER HOOK SAYS "ONE BYTE OF HEADER"
  *   A memcached reply carries its status (and the extras' and key's lengths) in its
@@ -223,13 +226,9 @@
 #ifndef MEMC_H_INCLUDED
 #define MEMC_H_INCLUDED
 
-#include "lf_bound.h"
+#include "lf_conn.h" /* (and through it lf_bound.h and lf.h) */
 
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdatomic.h>
-#include <stdio.h>
 
 #define MEMC_KEY_MAX 250
 #define MEMC_HDR 24
@@ -241,12 +240,10 @@
 #define MEMC_MAX_BODY ((size_t)(MEMC_HDR - 1 + 8 + MEMC_KEY_MAX) + ((size_t)1 << 30))
 #endif
 #define MEMC_STACK_REQ 1024
-#define MEMC_HOST_MAX 255 /* the longest host name memc_open takes */
+#define MEMC_HOST_MAX LF_CONN_HOST_MAX /* the longest host name memc_open takes (255) */
 
 enum { MEMC_OP_GET = 0x00, MEMC_OP_SET = 0x01, MEMC_OP_DELETE = 0x04 };
 enum { MEMC_REQUEST = 0x80, MEMC_RESPONSE = 0x81 };
-
-struct memc__conn; /* one connection: see HOW THE CONNECTION IS SHARED */
 
 struct memc_stats {
     struct lf_bound_stats bound;   /* the current connection's (lf_bound_stats) */
@@ -257,26 +254,8 @@ struct memc_stats {
 
 typedef struct memc {
     /* private: memc_open_until sets every field */
-    pthread_mutex_t lock;         /* what follows but next_id, and every connection's
-                                   * refs, dead and next */
-    pthread_cond_t ended;         /* an attempt to reconnect ended (CLOCK_MONOTONIC) */
-    struct memc__conn *cur;       /* the connection calls take (NULL: closed) */
-    struct memc__conn *conns;     /* the open ones: cur first, then old ones still held */
-    int shut;                     /* memc_shutdown was called: final */
-    int automatic;                /* memc_auto_reconnect */
-    int connecting;               /* a thread is making the next connection */
-    int inside;                   /* threads inside memc_reconnect */
-    unsigned long long attempts;  /* attempts to reconnect that ended */
-    int attempt_rc;               /* the last one's result (MEMC__GAVE_UP: cancelled) */
-    unsigned long long reconnects;
-    int nest_max;                 /* memc_set_nest_max's, for every connection */
-    void *reactor;                /* memc_attach's lf_reactor, or NULL */
-    /* lf_bound_attach as compiled where memc_attach was (a file with lf_reactor.h),
-     * for the connections memc_reconnect makes in any file; NULL: bare */
-    int (*attach)(lf_bound *b, void *reactor);
+    lf_conn conn;                 /* the connection, shared and replaced (lf_conn.h) */
     atomic_uint next_id;          /* the next opaque */
-    int port;
-    char host[MEMC_HOST_MAX + 1];
 } memc;
 
 /* ------------------------------------------------------------------ the wire
@@ -443,368 +422,28 @@ static int memc__body(void *user, lf_bound_ctx *c, const unsigned char *bytes, s
     return 0;
 }
 
-/* ------------------------------------------------------------------ connecting
- * A non-blocking connect that a deadline ends: getaddrinfo, then each address in
- * turn (a name may have an IPv6 and an IPv4 one), polled for POLLOUT and asked
- * SO_ERROR. CANCELLATION: getaddrinfo, connect and poll are cancellation points, and
- * the cleanup closes the socket and frees the address list. */
+/* ------------------------------------------------------------------ the connection
+ * lf_conn.h dials memcached, shares the connection and replaces a dead one (HOW THE
+ * CONNECTION IS SHARED): each function here is lf_conn's, under memc's name and
+ * contract. */
 
-static inline int memc__deadline_ok(const struct timespec *d)
-{
-    return d == NULL || (d->tv_sec >= 0 && d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
-}
-
-/* Milliseconds until deadline, rounded up (a wait never ends before it): -1 none. */
-static inline int memc__ms_until(const struct timespec *deadline)
-{
-    struct timespec now;
-    long long ms;
-    if (deadline == NULL)
-        return -1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (deadline->tv_sec - now.tv_sec > 1000000) /* (a year and more: no overflow) */
-        return 0x7fffffff;
-    ms = ((long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL + deadline->tv_nsec -
-          now.tv_nsec + 999999) / 1000000;
-    return ms <= 0 ? 0 : ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-}
-
-/* getaddrinfo's errors as errno values (see OPEN AND RECONNECT). */
-static inline int memc__gai_errno(int rc)
-{
-    switch (rc) {
-    case EAI_AGAIN: return EAGAIN;
-    case EAI_MEMORY: return ENOMEM;
-    case EAI_SYSTEM: return errno ? errno : EIO;
-    case EAI_FAMILY:
-    case EAI_SOCKTYPE:
-    case EAI_BADFLAGS:
-    case EAI_SERVICE: return EINVAL;
-    default: return ENXIO; /* EAI_NONAME, EAI_FAIL, ...: the name has no address */
-    }
-}
-
-struct memc__dial {
-    const char *host;
-    int port;
-    const struct timespec *deadline;
-    int (*stop)(void *arg); /* non-zero: give up (ECANCELED); asked every 50 ms */
-    void *stop_arg;
-    struct addrinfo *ai;    /* the addresses, until freed */
-    int fd;                 /* the socket being connected, or -1 */
-    int rc;
-};
-
-/* ThreadSanitizer cannot follow a thread cancelled inside a system call it
- * intercepts (lf.h says why, at LF__TSAN_WAITS): in a TSan build the connect's poll
- * runs with cancellation off, 10 ms at a time, and pthread_testcancel before it is
- * the cancellation point (the same contract, acted on up to 10 ms later). */
-#if defined(__SANITIZE_THREAD__)
-#define MEMC__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define MEMC__TSAN 1
-#endif
-#endif
-
-static inline int memc__poll(struct pollfd *p, int ms)
-{
-#ifdef MEMC__TSAN
-    int cs, n;
-    pthread_testcancel();
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    n = poll(p, 1, ms < 0 || ms > 10 ? 10 : ms); /* (early: the caller polls again) */
-    pthread_setcancelstate(cs, &cs);
-    return n;
-#else
-    return poll(p, 1, ms);
-#endif
-}
-
-/* close is a cancellation point to libc, and a thread ended in it may or may not
- * have closed the descriptor: closes run with cancellation off */
-static inline void memc__close(int fd)
-{
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    close(fd);
-    pthread_setcancelstate(cs, &cs);
-}
-
-static inline void memc__dial_cancelled(void *arg)
-{
-    struct memc__dial *d = (struct memc__dial *)arg;
-    if (d->fd >= 0)
-        close(d->fd); /* (cancellation is off in a cleanup handler) */
-    if (d->ai)
-        freeaddrinfo(d->ai);
-}
-
-/* One address: 0 connected (d->fd), else why not (d->fd is closed by the caller). */
-static inline int memc__dial_one(struct memc__dial *d, const struct addrinfo *a)
-{
-    int err;
-#if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
-    d->fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (d->fd < 0)
-        return errno;
-#else
-    if ((d->fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol)) < 0)
-        return errno;
-    (void)fcntl(d->fd, F_SETFD, FD_CLOEXEC); /* (a fork in between may inherit it) */
-    (void)fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) | O_NONBLOCK);
-#endif
-    if (connect(d->fd, a->ai_addr, a->ai_addrlen) == 0)
-        return 0;
-    if (errno != EINPROGRESS && errno != EINTR) /* EINTR: it goes on, as EINPROGRESS */
-        return errno;
-    for (;;) {
-        struct pollfd p;
-        int ms = memc__ms_until(d->deadline), n;
-        socklen_t len = sizeof err;
-        p.fd = d->fd;
-        p.events = POLLOUT;
-        p.revents = 0;
-        /* in slices of 50 ms, to see memc_shutdown */
-        n = memc__poll(&p, ms < 0 || ms > 50 ? 50 : ms);
-        if (n > 0) {
-            err = 0;
-            if (getsockopt(d->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-                err = errno;
-            return err; /* 0: connected */
-        }
-        if (n < 0 && errno != EINTR)
-            return errno;
-        if (ms == 0)
-            return ETIMEDOUT;
-        if (d->stop && d->stop(d->stop_arg))
-            return ECANCELED;
-    }
-}
-
-static inline void memc__dial_steps(struct memc__dial *d)
-{
-    struct addrinfo hints, *a;
-    char service[16];
-    int one = 1;
-
-    snprintf(service, sizeof service, "%d", d->port);
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV; /* an address: no lookup */
-    d->rc = getaddrinfo(d->host, service, &hints, &d->ai);
-    if (d->rc == EAI_NONAME) { /* a name, then: the resolver's own time, no deadline */
-        hints.ai_flags = AI_NUMERICSERV;
-        d->rc = getaddrinfo(d->host, service, &hints, &d->ai);
-    }
-    if (d->rc != 0) {
-        d->ai = NULL;
-        d->rc = memc__gai_errno(d->rc);
-        return;
-    }
-    d->rc = ENXIO;
-    for (a = d->ai; a != NULL; a = a->ai_next) {
-        if ((d->rc = memc__dial_one(d, a)) == 0)
-            break;
-        if (d->fd >= 0) {
-            memc__close(d->fd);
-            d->fd = -1;
-        }
-        if (d->rc == ETIMEDOUT || d->rc == ECANCELED)
-            break; /* the deadline is spent for every address */
-    }
-    if (d->rc == 0) /* many small requests from many threads: Nagle would hold them */
-        (void)setsockopt(d->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/* A connected, non-blocking, close-on-exec TCP socket to d's host and port: 0 and
- * d->fd, or an errno (d->fd -1). getaddrinfo, connect and the poll are the
- * cancellation points. */
-static inline int memc__dial(struct memc__dial *d)
-{
-    int cs;
-    d->ai = NULL;
-    d->fd = -1;
-    pthread_cleanup_push(memc__dial_cancelled, d);
-    memc__dial_steps(d);
-    pthread_cleanup_pop(0);
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    if (d->ai)
-        freeaddrinfo(d->ai);
-    d->ai = NULL;
-    pthread_setcancelstate(cs, &cs);
-    return d->rc;
-}
-
-/* ------------------------------------------------------------------ connections
- * m->cur is the connection calls take. Each connection counts its references under
- * m->lock: one of m's own while it is m->cur, one per call that holds it. Whoever
- * drops the last one (the last call on an old connection, or memc_close) has the
- * only pointer left to it, and frees it outside the lock. Lock order: m->lock, then
- * a bound's own locks (the hooks never take m->lock). */
-
-struct memc__conn {
-    lf_bound b;
-    int fd;
-    unsigned refs;           /* under m->lock (see above) */
-    int dead;                /* under m->lock: 0, or the connection error a call met */
-    struct memc__conn *next; /* m->conns */
-};
-
-#define MEMC__GAVE_UP (-1) /* attempt_rc: the thread making it was cancelled */
-
-/* memc__dial's stop: memc_shutdown came (a connect under way gives up) */
-static inline int memc__stopped(void *arg)
-{
-    memc *m = (memc *)arg;
-    int shut;
-    pthread_mutex_lock(&m->lock);
-    shut = m->shut;
-    pthread_mutex_unlock(&m->lock);
-    return shut;
-}
-
-/* A new connection to m's server: connected, its bound set up, attached to m's
- * reactor after memc_attach (before any call can take it). Not m's yet: refs 0. */
-static inline int memc__conn_open(memc *m, const struct timespec *deadline,
-                                  struct memc__conn **out)
-{
-    struct lf_bound_hooks h;
-    struct memc__dial d;
-    struct memc__conn *c;
-    int rc, cs;
-
-    memset(&d, 0, sizeof d);
-    d.host = m->host;
-    d.port = m->port;
-    d.deadline = deadline;
-    d.stop = memc__stopped;
-    d.stop_arg = m;
-    if ((rc = memc__dial(&d)) != 0)
-        return rc;
-    /* nothing below waits: with cancellation off no cancel can leave the socket open */
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    memset(&h, 0, sizeof h);
-    h.frame_header = memc__frame;
-    h.read_body = memc__body;
-    h.max_body = MEMC_MAX_BODY;
-    if ((c = (struct memc__conn *)calloc(1, sizeof *c)) == NULL)
-        rc = ENOMEM;
-    else if ((rc = lf_bound_init(&c->b, d.fd, &h)) == 0 && m->attach != NULL &&
-             (rc = m->attach(&c->b, m->reactor)) != 0)
-        (void)lf_bound_destroy(&c->b);
-    if (rc == 0) {
-        c->fd = d.fd;
-        *out = c;
-    } else {
-        close(d.fd);
-        free(c);
-    }
-    pthread_setcancelstate(cs, &cs);
-    return rc;
-}
-
-/* Nobody can reach c any more (its last reference is gone): shut it down, destroy
- * its bound, close its socket, free it. Nothing here waits; cancellation is off for
- * the closes (a cancelled call's cleanup handler may run this). */
-static inline void memc__conn_free(struct memc__conn *c)
-{
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    (void)lf_bound_shutdown(&c->b);
-    /* 0: every call let go of c after its lf_bound_call returned, so none is inside */
-    if (lf_bound_destroy(&c->b) == 0) {
-        close(c->fd);
-        free(c);
-    }
-    pthread_setcancelstate(cs, &cs);
-}
-
-/* m->lock held: drop one reference to c. 1: it was the last, c is off m's list, and
- * the caller frees it (memc__conn_free) once the lock is released. */
-static inline int memc__put_locked(memc *m, struct memc__conn *c)
-{
-    struct memc__conn **p = &m->conns;
-    if (--c->refs != 0)
-        return 0;
-    while (*p != c)
-        p = &(*p)->next;
-    *p = c->next;
-    return 1;
-}
-
-/* m->lock held: is c dead (memc_reconnect in the doc block)? Also what lf_bound saw
- * that no call has reported yet; its ECANCELED is a shutdown or a stopped reactor,
- * which no new connection cures. */
-static inline int memc__dead_locked(struct memc__conn *c)
-{
-    struct lf_bound_stats s;
-    if (c->dead)
-        return 1;
-    return lf_bound_stats(&c->b, &s) == 0 &&
-           ((s.failed != 0 && s.failed != ECANCELED) || s.send_failed != 0);
-}
-
-/* A call lets go of c; failed: the connection error it met (c is dead), or 0. */
-static inline void memc__drop(memc *m, struct memc__conn *c, int failed)
-{
-    int last;
-    pthread_mutex_lock(&m->lock);
-    if (failed != 0 && c->dead == 0)
-        c->dead = failed;
-    last = memc__put_locked(m, c);
-    pthread_mutex_unlock(&m->lock);
-    if (last)
-        memc__conn_free(c);
-}
-
-/* The connection error an lf_bound_call result shows (a dead connection), or 0. */
-static inline int memc__conn_error(lf_bound *b, int rc)
-{
-    struct lf_bound_stats s;
-    if (rc == ECONNRESET || rc == EPIPE || rc == EPROTO) /* (a reply's own EPROTO is
-                                                          * lf_bound's EBADMSG) */
-        return rc;
-    /* a deadline that cut the request off half sent: no request can follow it */
-    if (rc == ETIMEDOUT && lf_bound_stats(b, &s) == 0 && s.send_failed != 0)
-        return s.send_failed;
-    return 0;
-}
+/* m's lf_conn; NULL for an m that is NULL (lf_conn's functions say EINVAL) */
+#define MEMC__CONN(m) ((m) != NULL ? &(m)->conn : NULL)
 
 /* Contract: once, before any thread uses m. 0 or an errno (see OPEN AND RECONNECT). */
 static inline int memc_open_until(memc *m, const char *host, int port,
                                   const struct timespec *deadline)
 {
-    pthread_condattr_t ca;
+    struct lf_bound_hooks h;
     int rc;
-
-    if (m == NULL || host == NULL || strlen(host) > MEMC_HOST_MAX || port < 1 || port > 65535 ||
-        !memc__deadline_ok(deadline))
-        return EINVAL;
-    memset((void *)m, 0, sizeof *m);
-    memcpy(m->host, host, strlen(host) + 1);
-    m->port = port;
-    m->nest_max = LF_BOUND_NEST_MAX; /* (lf_bound_init's too) */
-    atomic_init(&m->next_id, 1);
-    if ((rc = pthread_condattr_init(&ca)) != 0)
-        return rc;
-    if ((rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) == 0 &&
-        (rc = pthread_cond_init(&m->ended, &ca)) == 0 &&
-        (rc = pthread_mutex_init(&m->lock, NULL)) != 0)
-        pthread_cond_destroy(&m->ended);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0)
-        return rc;
-    if ((rc = memc__conn_open(m, deadline, &m->cur)) != 0) {
-        pthread_mutex_destroy(&m->lock);
-        pthread_cond_destroy(&m->ended);
-        m->cur = NULL;
-        return rc;
-    }
-    m->cur->refs = 1; /* m's own */
-    m->conns = m->cur;
-    return 0;
+    memset(&h, 0, sizeof h);
+    h.frame_header = memc__frame;
+    h.read_body = memc__body;
+    h.max_body = MEMC_MAX_BODY;
+    /* no state per connection: each reply's findings go with its call (memc__body) */
+    if ((rc = lf_conn_open_until(MEMC__CONN(m), host, port, &h, 0, 0, deadline)) == 0)
+        atomic_init(&m->next_id, 1);
+    return rc;
 }
 
 /* Contract: as memc_open_until, with no deadline. */
@@ -813,250 +452,58 @@ static inline int memc_open(memc *m, const char *host, int port)
     return memc_open_until(m, host, port, NULL);
 }
 
-/* The thread making a new connection was cancelled (memc__dial's cleanup has closed
- * its socket): the attempt ends with no result, and a thread that waited for it
- * looks again (and may make its own). */
-static inline void memc__attempt_cancelled(void *arg)
-{
-    memc *m = (memc *)arg;
-    pthread_mutex_lock(&m->lock);
-    m->connecting = 0;
-    m->attempts++;
-    m->attempt_rc = MEMC__GAVE_UP;
-    m->inside--;
-    pthread_cond_broadcast(&m->ended);
-    pthread_mutex_unlock(&m->lock);
-}
-
-struct memc__attempt {
-    memc *m;
-    const struct timespec *deadline;
-    struct memc__conn *c;
-    int rc;
-};
-
-/* (its own function: the cleanup is pushed around it, and nothing it reads changes
- * between push and pop, so gcc's -Wclobbered stays quiet) */
-static inline void memc__attempt(struct memc__attempt *a)
-{
-    pthread_cleanup_push(memc__attempt_cancelled, a->m);
-    a->rc = memc__conn_open(a->m, a->deadline, &a->c);
-    pthread_cleanup_pop(0);
-}
-
-/* A thread waiting for another's attempt was cancelled (the wait took the lock back). */
-static inline void memc__wait_cancelled(void *arg)
-{
-    memc *m = (memc *)arg;
-    m->inside--;
-    pthread_mutex_unlock(&m->lock);
-}
-
-struct memc__waiting {
-    memc *m;
-    const struct timespec *deadline;
-    int rc;
-};
-
-static inline void memc__wait(struct memc__waiting *w)
-{
-    pthread_cleanup_push(memc__wait_cancelled, w->m);
-    w->rc = w->deadline ? pthread_cond_timedwait(&w->m->ended, &w->m->lock, w->deadline)
-                        : pthread_cond_wait(&w->m->ended, &w->m->lock);
-    pthread_cleanup_pop(0);
-}
-
 /* Contract: any thread, any time, many at once (see OPEN AND RECONNECT). */
 static inline int memc_reconnect(memc *m, const struct timespec *deadline)
 {
-    struct memc__attempt a;
-    struct memc__conn *old = NULL;
-    int rc = 0, ours = 0;
-
-    if (m == NULL || !memc__deadline_ok(deadline))
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    m->inside++;
-    for (;;) {
-        struct memc__waiting w;
-        unsigned long long seen = m->attempts;
-        if (m->shut) {
-            rc = ECANCELED;
-            break;
-        }
-        if (!memc__dead_locked(m->cur))
-            break; /* alive (another thread's reconnect, say): 0, nothing to do */
-        if (!m->connecting) {
-            ours = 1;
-            break;
-        }
-        /* one is being made for this dead connection: wait for it, take its result */
-        w.m = m;
-        w.deadline = deadline;
-        w.rc = 0;
-        while (w.rc == 0 && m->attempts == seen && !m->shut)
-            memc__wait(&w);
-        if (m->shut)
-            continue; /* ECANCELED */
-        if (m->attempts == seen) {
-            rc = w.rc; /* ETIMEDOUT: our deadline came first */
-            break;
-        }
-        if (m->attempt_rc != MEMC__GAVE_UP) {
-            rc = m->attempt_rc;
-            break;
-        }
-        /* its thread was cancelled: look again */
-    }
-    if (!ours) {
-        m->inside--;
-        pthread_mutex_unlock(&m->lock);
-        return rc;
-    }
-    m->connecting = 1;
-    pthread_mutex_unlock(&m->lock);
-
-    a.m = m;
-    a.deadline = deadline;
-    a.c = NULL;
-    memc__attempt(&a); /* (dialled with no lock held: calls go on meanwhile) */
-
-    pthread_mutex_lock(&m->lock);
-    m->connecting = 0;
-    m->attempts++;
-    if (a.rc == 0 && m->shut)
-        a.rc = ECANCELED; /* made, but too late: freed below */
-    if (a.rc == 0) {
-        /* the swap: calls that take the connection from now on get the new one; the
-         * old one loses m's reference, and goes with its last call's (or now) */
-        a.c->refs = 1;
-        /* under the lock, as memc_set_nest_max sets it: none can fall in between */
-        (void)lf_bound_set_nest_max(&a.c->b, m->nest_max);
-        a.c->next = m->conns;
-        m->conns = a.c;
-        old = m->cur;
-        m->cur = a.c;
-        m->reconnects++;
-        if (!memc__put_locked(m, old))
-            old = NULL;
-    }
-    m->attempt_rc = a.rc;
-    m->inside--;
-    pthread_cond_broadcast(&m->ended);
-    pthread_mutex_unlock(&m->lock);
-    if (old != NULL)
-        memc__conn_free(old);
-    if (a.rc == ECANCELED && a.c != NULL)
-        memc__conn_free(a.c);
-    return a.rc;
+    return lf_conn_reconnect(MEMC__CONN(m), deadline);
 }
 
 /* Contract: any thread, any time (see OPEN AND RECONNECT). */
 static inline int memc_auto_reconnect(memc *m, int on)
 {
-    if (m == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    m->automatic = on != 0;
-    pthread_mutex_unlock(&m->lock);
-    return 0;
+    return lf_conn_auto_reconnect(MEMC__CONN(m), on);
 }
 
 /* Contract: any thread, any time (see HYBRID). Calls that start later use it. */
 static inline int memc_set_nest_max(memc *m, int levels)
 {
-    struct memc__conn *c;
-    if (m == NULL || m->cur == NULL || levels < 0)
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    m->nest_max = levels;
-    for (c = m->conns; c != NULL; c = c->next) /* old ones too: one limit for m */
-        (void)lf_bound_set_nest_max(&c->b, levels);
-    pthread_mutex_unlock(&m->lock);
-    return 0;
+    return lf_conn_set_nest_max(MEMC__CONN(m), levels);
 }
 
 /* Contract: any thread, any time. Final: waiters on every connection return
  * ECONNABORTED, later calls and reconnects ECANCELED. */
 static inline int memc_shutdown(memc *m)
 {
-    struct memc__conn *c;
-    if (m == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    m->shut = 1;
-    /* old connections too: calls still on them wake. Each is alive while it is on
-     * the list (it leaves the list under this lock, before it is freed). */
-    for (c = m->conns; c != NULL; c = c->next)
-        (void)lf_bound_shutdown(&c->b);
-    pthread_cond_broadcast(&m->ended); /* threads waiting for another's reconnect */
-    pthread_mutex_unlock(&m->lock);
-    return 0;
+    return lf_conn_shutdown(MEMC__CONN(m));
 }
 
 /* Contract: once no call and no reconnect is under way (else EBUSY, nothing done). */
 static inline int memc_close(memc *m)
 {
-    int busy;
-    if (m == NULL || m->cur == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    busy = m->inside != 0 || m->conns != m->cur || m->cur->next != NULL || m->cur->refs != 1;
-    pthread_mutex_unlock(&m->lock);
-    if (busy)
-        return EBUSY;
-    memc__conn_free(m->cur);
-    m->cur = m->conns = NULL;
-    pthread_cond_destroy(&m->ended);
-    pthread_mutex_destroy(&m->lock);
-    return 0;
+    return lf_conn_close(MEMC__CONN(m));
 }
 
 /* Contract: any thread, any time. */
 static inline int memc_stats(memc *m, struct memc_stats *out)
 {
-    struct memc__conn *c;
+    struct lf_conn_stats s;
+    int rc;
     if (out == NULL)
         return EINVAL;
-    memset((void *)out, 0, sizeof *out);
-    if (m == NULL || m->cur == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    out->reconnects = m->reconnects;
-    for (c = m->conns; c != NULL; c = c->next) {
-        out->conns++;
-        out->calls += c->refs - (c == m->cur); /* (m's own is no call) */
-    }
-    c = m->cur;
-    c->refs++; /* held while lf_bound_stats reads it: a reconnect may put it away */
-    pthread_mutex_unlock(&m->lock);
-    (void)lf_bound_stats(&c->b, &out->bound);
-    memc__drop(m, c, 0);
-    return 0;
+    rc = lf_conn_stats(MEMC__CONN(m), &s); /* (zeroed on EINVAL) */
+    out->bound = s.bound;
+    out->reconnects = s.reconnects;
+    out->conns = s.conns;
+    out->calls = s.calls;
+    return rc;
 }
 
 #ifdef LF_REACTOR_H_INCLUDED
-static inline int memc__attach(lf_bound *b, void *reactor)
-{
-    return lf_bound_attach(b, (lf_reactor *)reactor);
-}
-
 /* Contract: once, before any thread uses m (see HYBRID). 0, EBUSY attached already,
  * or what lf_bound_attach says (ENOTSUP, ECANCELED, ...). */
 static inline int memc_attach(memc *m, lf_reactor *r)
 {
-    int rc;
-    if (m == NULL || m->cur == NULL || r == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&m->lock);
-    if (m->reactor != NULL) {
-        rc = EBUSY;
-    } else if ((rc = lf_bound_attach(&m->cur->b, r)) == 0) {
-        m->reactor = r; /* for the connections memc_reconnect makes */
-        m->attach = memc__attach;
-    }
-    pthread_mutex_unlock(&m->lock);
-    return rc;
+    return lf_conn_attach(MEMC__CONN(m), r);
 }
 #endif
 
@@ -1087,56 +534,6 @@ static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
     return memc_status_errno(memc__last_status);
 }
 
-/* A call takes the current connection (*c, one reference), or says why not. */
-static inline int memc__hold(memc *m, struct memc__conn **c, const struct timespec *deadline)
-{
-    int rc, reconnect;
-    for (int tries = 0;; tries++) {
-        rc = reconnect = 0;
-        pthread_mutex_lock(&m->lock);
-        *c = m->cur;
-        if (m->shut)
-            rc = ECANCELED;
-        else if (m->automatic && (*c)->dead && tries == 0)
-            reconnect = 1; /* see memc_auto_reconnect */
-        else
-            (*c)->refs++;
-        pthread_mutex_unlock(&m->lock);
-        if (!reconnect)
-            return rc;
-        if ((rc = memc_reconnect(m, deadline)) != 0)
-            return rc; /* nothing sent */
-    }
-}
-
-/* What a cancelled call gives back. lf_bound's cleanup has withdrawn the context
- * first (lf_bound.h, CANCELLATION); then this frees it, the request's memory, and
- * lets go of the connection (which may free an old one). */
-struct memc__guard {
-    memc *m;
-    struct memc__conn *c;
-    lf_bound_ctx *ctx;
-    void *heap; /* a large request's block, or NULL */
-    int rc;
-};
-
-static inline void memc__call_cancelled(void *arg)
-{
-    struct memc__guard *g = (struct memc__guard *)arg;
-    lf_bound_ctx_destroy(g->ctx);
-    free(g->heap);
-    memc__drop(g->m, g->c, 0);
-}
-
-static inline void memc__call_guarded(struct memc__guard *g, uint32_t id,
-                                      const unsigned char *req, size_t len,
-                                      const struct timespec *deadline)
-{
-    pthread_cleanup_push(memc__call_cancelled, g);
-    g->rc = lf_bound_call(&g->c->b, g->ctx, id, req, len, deadline);
-    pthread_cleanup_pop(0);
-}
-
 /* One request, one reply: take the connection, encode, send, wait, let it go. */
 static inline int memc__request(memc *m, struct memc__call *call, unsigned opcode,
                                 const void *extras, size_t elen, const char *key, const void *val,
@@ -1144,7 +541,7 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
 {
     unsigned char small[MEMC_STACK_REQ], *req = small;
     size_t klen = strlen(key), len = memc_request_len(elen, klen, vlen);
-    struct memc__guard g;
+    struct lf_conn_guard g;
     uint32_t id;
     int rc;
 
@@ -1152,11 +549,11 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
     call->op = opcode;
     /* the value's limit is the server's (E2BIG), the protocol's 32 bits ours */
     if (m == NULL || klen == 0 || klen > MEMC_KEY_MAX ||
-        vlen > UINT32_MAX - MEMC_HDR - elen - klen || !memc__deadline_ok(deadline))
+        vlen > UINT32_MAX - MEMC_HDR - elen - klen || !lf_conn_deadline_ok(deadline))
         return EINVAL;
-    if ((rc = memc__hold(m, &g.c, deadline)) != 0)
-        return rc;
-    g.m = m;
+    if ((rc = lf_conn_hold(&m->conn, &g.c, deadline)) != 0)
+        return rc; /* nothing sent */
+    g.cn = &m->conn;
     g.ctx = &call->ctx;
     g.heap = NULL;
     g.rc = 0;
@@ -1168,11 +565,13 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
          * relaxed: the id only has to be unique, and the bound's lock orders the rest */
         id = atomic_fetch_add_explicit(&m->next_id, 1, memory_order_relaxed);
         memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
-        memc__call_guarded(&g, id, req, len, deadline);
+        lf_conn_call(&g, id, req, len, deadline);
         lf_bound_ctx_destroy(&call->ctx);
         rc = memc__result(call, g.rc, opcode);
     }
-    memc__drop(m, g.c, memc__conn_error(&g.c->b, g.rc));
+    /* the bound's own result: a reply's own EPROTO is lf_bound's EBADMSG, which does
+     * not mark the connection dead */
+    lf_conn_drop(&m->conn, g.c, g.rc);
     free(g.heap);
     return rc;
 }

@@ -18,8 +18,8 @@
 #      reconnect and carry on with every value checked; no descriptor leaked;
 #   6. the same from the handlers of an lf_reactor, through memc_attach; a nesting
 #      limit set with memc_set_nest_max holds over a reconnect.
-# Also: memc.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
-# bench/memc_refs.c builds. About 50 s.
+# Also: memc.h copied with lf_conn.h, lf_bound.h and lf.h alone builds a program (no
+# -I), and bench/memc_refs.c builds. About 50 s.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/memcached.sh CC BUILD_DIR [full]" >&2; exit 2; }
 cc=$1
@@ -33,12 +33,14 @@ build=$(cd "$build" && pwd)
 memc_need memcached memcached "$build/apt.log"
 
 base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
-strict="$base -I$root" # memc.h includes "lf_bound.h": beside it, or through -I
-# memc.h taken away as its doc block says: copied with lf_bound.h and lf.h alone, next
-# to a program of the user's (bench/memc_bench.c), it builds with no -I at all
+strict="$base -I$root" # memc.h includes "lf_conn.h" (beside it), which includes
+# "lf_bound.h": beside it, or through -I
+# memc.h taken away as its doc block says: copied with lf_conn.h, lf_bound.h and lf.h
+# alone, next to a program of the user's (bench/memc_bench.c), it builds with no -I
 rm -rf "$build/copy"
 mkdir -p "$build/copy"
-cp "$root/bench/memc.h" "$root/lf_bound.h" "$root/lf.h" "$root/bench/memc_bench.c" "$build/copy/"
+cp "$root/bench/memc.h" "$root/bench/lf_conn.h" "$root/lf_bound.h" "$root/lf.h" \
+    "$root/bench/memc_bench.c" "$build/copy/"
 # shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/memc_bench" "$build/copy/memc_bench.c" -pthread
 # shellcheck disable=SC2086

@@ -4,7 +4,9 @@
  * them and its replies carry no id, so the bound runs in LF_BOUND_IN_ORDER mode: a
  * call's place on the wire is its id, and whoever leads hands each reply to the
  * oldest call still on the wire. When the connection breaks, redis_reconnect puts a
- * new one in its place while other threads go on calling.
+ * new one in its place while other threads go on calling. That connection
+ * (dialling, sharing, replacing) is lf_conn.h's, which bench/memc.h shares; this
+ * file is Redis's protocol on it.
  *
  * QUICK START
  *   redis r;
@@ -25,15 +27,15 @@
  *   Keys are C strings (no NUL inside; the empty key too); values are any bytes.
  *
  * TO TAKE IT AWAY
- *   Copy redis.h, lf_bound.h and lf.h into one directory of your project (redis.h
- *   includes "lf_bound.h", found beside it or through -I). Nothing else: no liburcu,
- *   no hiredis, no other file of this repository. Build: cc -std=c11
- *   -D_POSIX_C_SOURCE=200809L app.c -pthread (C11 and POSIX threads, as lf_bound.h
- *   needs; it also compiles as C++17). Every file that shares a redis includes it
- *   with the same LF_PROMOTE and LF_SYNC (lf.h) and the same LF_BOUND_HEADER_MAX
- *   (FRAMING below). LF_PROMOTE_FIFO suits a server that answers in order: the
- *   oldest waiter leads and usually reads its own reply first (bench/redis.sh
- *   measures both).
+ *   Copy redis.h, lf_conn.h, lf_bound.h and lf.h into one directory of your project
+ *   (redis.h includes "lf_conn.h", which includes "lf_bound.h": found beside it or
+ *   through -I). Nothing else: no liburcu, no hiredis, no other file of this
+ *   repository. Build: cc -std=c11 -D_POSIX_C_SOURCE=200809L app.c -pthread (C11 and
+ *   POSIX threads, as lf_bound.h needs; it also compiles as C++17). Every file that
+ *   shares a redis includes it with the same LF_PROMOTE and LF_SYNC (lf.h) and the
+ *   same LF_BOUND_HEADER_MAX (FRAMING below). LF_PROMOTE_FIFO suits a server that
+ *   answers in order: the oldest waiter leads and usually reads its own reply first
+ *   (bench/redis.sh measures both).
  *
  * RESULTS of redis_get, redis_set, redis_del, redis_incr, redis_ping: one meaning each.
  *   0           done (get: the value is in buf, *len bytes; incr: *value is the new
@@ -205,14 +207,15 @@
  *   any size up to REDIS_BULK_MAX and straddle any number of reads.
  *
  * HOW THE CONNECTION IS SHARED
- *   r holds its current connection (lf_bound, socket, a count of references)
- *   behind a pointer. A call takes a reference to it under r's mutex (load the
- *   pointer, add one), makes its request with no lock held, and drops the reference
- *   (under the mutex again, marking the connection dead after a connection error).
- *   r holds one reference of its own on the current connection, so a connection is
- *   freed exactly when it is no longer current and its last call has let it go, by
- *   that call. (bench/memc.h, the memcached client this one follows, measured the
- *   mutex against atomics: 30 ns a call, under 0.6% of one.)
+ *   r holds its current connection (lf_conn.h's struct lf_conn_link: lf_bound,
+ *   socket, a count of references, the frame hook's findings) behind a pointer. A
+ *   call takes a reference to it under r's mutex (load the pointer, add one), makes
+ *   its request with no lock held, and drops the reference (under the mutex again,
+ *   marking the connection dead after a connection error). r holds one reference of
+ *   its own on the current connection, so a connection is freed exactly when it is
+ *   no longer current and its last call has let it go, by that call. (bench/memc.h,
+ *   the memcached client this one follows, measured the mutex against atomics: 30 ns
+ *   a call, under 0.6% of one.)
  *
  * LIMITS
  *   - RESP2 only, and only the replies of the five commands here: simple strings,
@@ -228,8 +231,8 @@
  *     with another GET's value). Redis answers each command exactly once.
  *   - No AUTH, SELECT or HELLO: the server's default user and database 0. A server
  *     with requirepass answers every command "-NOAUTH ...": EIO. (To add them: send
- *     them as calls right after each redis__conn_open, before the connection is
- *     put in place.)
+ *     them as calls on each new connection after it is made and before it is put
+ *     in place, for which lf_conn.h has no hook yet.)
  *   - Keys are C strings; values may hold any bytes. A key or value longer than
  *     REDIS_BULK_MAX (512 MiB, the server's default proto-max-bulk-len) is E2BIG:
  *     a server given a smaller proto-max-bulk-len closes the connection on a longer
@@ -239,7 +242,7 @@
  *     interleaved.
  *   - One server per redis (no cluster: a -MOVED or -ASK reply is an EIO like any
  *     other error), and no hybrid mode (calls from lf_reactor handlers block the
- *     handler's thread; bench/memc.h shows how memc_attach adds it).
+ *     handler's thread; memc.h's memc_attach shows how lf_conn_attach adds it).
  *   - A dead connection is noticed by a call that meets the failure: with no call
  *     under way, nothing reads the socket, so nothing sees Redis go.
  *   - A reconnect's host name is looked up again each time (getaddrinfo, no deadline).
@@ -255,16 +258,12 @@
 #define LF_BOUND_HEADER_MAX 1024
 #endif
 #if LF_BOUND_HEADER_MAX < 512
-#error "redis.h: LF_BOUND_HEADER_MAX is below 512, too short for Redis's error lines: include redis.h before lf_bound.h, or define LF_BOUND_HEADER_MAX 1024"
+#error "redis.h: LF_BOUND_HEADER_MAX is below 512, too short for Redis's error lines: include redis.h before lf_bound.h and lf_conn.h, or define LF_BOUND_HEADER_MAX 1024"
 #endif
 
-#include "lf_bound.h"
+#include "lf_conn.h" /* (and through it lf_bound.h and lf.h) */
 
 #include <limits.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdio.h>
 
 /* The longest key or value sent, and bulk reply believed (FRAMING, LIMITS) */
 #ifndef REDIS_BULK_MAX
@@ -274,9 +273,7 @@
 #define REDIS_ERROR_MAX 255 /* bytes of an error's text kept for redis_last_error */
 #endif
 #define REDIS_STACK_REQ 1024 /* requests up to this many bytes are built on the stack */
-#define REDIS_HOST_MAX 255   /* the longest host name redis_open takes */
-
-struct redis__conn; /* one connection: see HOW THE CONNECTION IS SHARED */
+#define REDIS_HOST_MAX LF_CONN_HOST_MAX /* the longest host name redis_open takes (255) */
 
 struct redis_stats {
     struct lf_bound_stats bound;   /* the current connection's (lf_bound_stats) */
@@ -287,20 +284,7 @@ struct redis_stats {
 
 typedef struct redis {
     /* private: redis_open_until sets every field */
-    pthread_mutex_t lock;          /* what follows, and every connection's refs, dead
-                                    * and next */
-    pthread_cond_t ended;          /* an attempt to reconnect ended (CLOCK_MONOTONIC) */
-    struct redis__conn *cur;       /* the connection calls take (NULL: closed) */
-    struct redis__conn *conns;     /* the open ones: cur first, then old ones still held */
-    int shut;                      /* redis_shutdown was called: final */
-    int automatic;                 /* redis_auto_reconnect */
-    int connecting;                /* a thread is making the next connection */
-    int inside;                    /* threads inside redis_reconnect */
-    unsigned long long attempts;   /* attempts to reconnect that ended */
-    int attempt_rc;                /* the last one's result (REDIS__GAVE_UP: cancelled) */
-    unsigned long long reconnects;
-    int port;
-    char host[REDIS_HOST_MAX + 1];
+    lf_conn conn;                  /* the connection, shared and replaced (lf_conn.h) */
 } redis;
 
 static inline const char *redis_strerror(int rc)
@@ -393,15 +377,11 @@ struct redis__call {
     char text[REDIS_ERROR_MAX + 1]; /* '+' or '-': the line's text (cut), NUL-ended */
 };
 
-/* One connection (HOW THE CONNECTION IS SHARED); rx_* belong to the reader of the
- * moment (lf_bound's leader), which runs both hooks of a frame in turn. */
-struct redis__conn {
-    lf_bound b;
-    int fd;
-    unsigned refs;              /* under r->lock */
-    int dead;                   /* under r->lock: 0, or the connection error a call met */
-    struct redis__conn *next;   /* r->conns */
-    /* the frame hook's findings about the reply being read, for read_body */
+/* The hooks' state in one connection (lf_conn.h keeps one per connection, the hooks'
+ * user pointer): it belongs to the reader of the moment (lf_bound's leader), which
+ * runs both hooks of a frame in turn. The frame hook's findings about the reply
+ * being read, for read_body: */
+struct redis__rx {
     unsigned char rx_type;
     int rx_nil;
     size_t rx_vlen, rx_line;
@@ -437,7 +417,7 @@ static inline int redis__parse_int(const unsigned char *p, size_t n, long long *
 static int redis__frame(void *user, const unsigned char *p, size_t avail, size_t *hlen,
                         uint64_t *id, size_t *blen)
 {
-    struct redis__conn *c = (struct redis__conn *)user;
+    struct redis__rx *c = (struct redis__rx *)user;
     /* the line, CRLF included, must fit in LF_BOUND_HEADER_MAX bytes */
     size_t lim = avail < LF_BOUND_HEADER_MAX - 1 ? avail : LF_BOUND_HEADER_MAX - 1, e;
     long long n = 0;
@@ -490,7 +470,7 @@ static inline void redis__take(void *dst, size_t at, size_t len, const unsigned 
 /* The reply does not answer the request: the stream is out of step (no id says
  * otherwise): the bound fails the connection at once (EPROTO for this call and every
  * other); rx_bad makes any header still read fail it too. */
-static inline int redis__out_of_step(struct redis__conn *c, struct redis__call *call)
+static inline int redis__out_of_step(struct redis__rx *c, struct redis__call *call)
 {
     call->why = EPROTO;
     c->rx_bad = 1;
@@ -501,7 +481,7 @@ static inline int redis__out_of_step(struct redis__conn *c, struct redis__call *
 static int redis__body(void *user, lf_bound_ctx *ctx, const unsigned char *bytes, size_t n,
                        size_t off)
 {
-    struct redis__conn *c = (struct redis__conn *)user;
+    struct redis__rx *c = (struct redis__rx *)user;
     struct redis__call *call = (struct redis__call *)(void *)ctx; /* ctx is the first member */
     size_t keep, vat;
 
@@ -547,357 +527,30 @@ static int redis__body(void *user, lf_bound_ctx *ctx, const unsigned char *bytes
     return 0;
 }
 
-/* ------------------------------------------------------------------ connecting
- * A non-blocking connect that a deadline ends: getaddrinfo, then each address in
- * turn (a name may have an IPv6 and an IPv4 one), polled for POLLOUT and asked
- * SO_ERROR. CANCELLATION: getaddrinfo, connect and poll are cancellation points, and
- * the cleanup closes the socket and frees the address list. */
+/* ------------------------------------------------------------------ the connection
+ * lf_conn.h dials Redis, shares the connection and replaces a dead one (HOW THE
+ * CONNECTION IS SHARED): each function here is lf_conn's, under redis's name and
+ * contract. */
 
-static inline int redis__deadline_ok(const struct timespec *d)
-{
-    return d == NULL || (d->tv_sec >= 0 && d->tv_nsec >= 0 && d->tv_nsec < 1000000000L);
-}
-
-/* Milliseconds until deadline, rounded up (a wait never ends before it): -1 none. */
-static inline int redis__ms_until(const struct timespec *deadline)
-{
-    struct timespec now;
-    long long ms;
-    if (deadline == NULL)
-        return -1;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (deadline->tv_sec - now.tv_sec > 1000000) /* (a year and more: no overflow) */
-        return 0x7fffffff;
-    ms = ((long long)(deadline->tv_sec - now.tv_sec) * 1000000000LL + deadline->tv_nsec -
-          now.tv_nsec + 999999) / 1000000;
-    return ms <= 0 ? 0 : ms > 0x7fffffff ? 0x7fffffff : (int)ms;
-}
-
-/* getaddrinfo's errors as errno values (see OPEN AND RECONNECT). */
-static inline int redis__gai_errno(int rc)
-{
-    switch (rc) {
-    case EAI_AGAIN: return EAGAIN;
-    case EAI_MEMORY: return ENOMEM;
-    case EAI_SYSTEM: return errno ? errno : EIO;
-    case EAI_FAMILY:
-    case EAI_SOCKTYPE:
-    case EAI_BADFLAGS:
-    case EAI_SERVICE: return EINVAL;
-    default: return ENXIO; /* EAI_NONAME, EAI_FAIL, ...: the name has no address */
-    }
-}
-
-struct redis__dial {
-    const char *host;
-    int port;
-    const struct timespec *deadline;
-    redis *r;               /* asked every 50 ms whether redis_shutdown came */
-    struct addrinfo *ai;    /* the addresses, until freed */
-    int fd;                 /* the socket being connected, or -1 */
-    int rc;
-};
-
-/* ThreadSanitizer cannot follow a thread cancelled inside a system call it
- * intercepts (lf.h says why, at LF__TSAN_WAITS): in a TSan build the connect's poll
- * runs with cancellation off, 10 ms at a time, and pthread_testcancel before it is
- * the cancellation point (the same contract, acted on up to 10 ms later). */
-#if defined(__SANITIZE_THREAD__)
-#define REDIS__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define REDIS__TSAN 1
-#endif
-#endif
-
-static inline int redis__poll(struct pollfd *p, int ms)
-{
-#ifdef REDIS__TSAN
-    int cs, n;
-    pthread_testcancel();
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    n = poll(p, 1, ms < 0 || ms > 10 ? 10 : ms); /* (early: the caller polls again) */
-    pthread_setcancelstate(cs, &cs);
-    return n;
-#else
-    return poll(p, 1, ms);
-#endif
-}
-
-/* close is a cancellation point to libc, and a thread ended in it may or may not
- * have closed the descriptor: closes run with cancellation off */
-static inline void redis__close(int fd)
-{
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    close(fd);
-    pthread_setcancelstate(cs, &cs);
-}
-
-static inline void redis__dial_cancelled(void *arg)
-{
-    struct redis__dial *d = (struct redis__dial *)arg;
-    if (d->fd >= 0)
-        close(d->fd); /* (cancellation is off in a cleanup handler) */
-    if (d->ai)
-        freeaddrinfo(d->ai);
-}
-
-/* redis_shutdown came (a connect under way gives up) */
-static inline int redis__stopped(redis *r)
-{
-    int shut;
-    pthread_mutex_lock(&r->lock);
-    shut = r->shut;
-    pthread_mutex_unlock(&r->lock);
-    return shut;
-}
-
-/* One address: 0 connected (d->fd), else why not (d->fd is closed by the caller). */
-static inline int redis__dial_one(struct redis__dial *d, const struct addrinfo *a)
-{
-    int err;
-#if defined(SOCK_NONBLOCK) && defined(SOCK_CLOEXEC)
-    d->fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (d->fd < 0)
-        return errno;
-#else
-    if ((d->fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol)) < 0)
-        return errno;
-    (void)fcntl(d->fd, F_SETFD, FD_CLOEXEC); /* (a fork in between may inherit it) */
-    (void)fcntl(d->fd, F_SETFL, fcntl(d->fd, F_GETFL) | O_NONBLOCK);
-#endif
-    if (connect(d->fd, a->ai_addr, a->ai_addrlen) == 0)
-        return 0;
-    if (errno != EINPROGRESS && errno != EINTR) /* EINTR: it goes on, as EINPROGRESS */
-        return errno;
-    for (;;) {
-        struct pollfd p;
-        int ms = redis__ms_until(d->deadline), n;
-        socklen_t len = sizeof err;
-        p.fd = d->fd;
-        p.events = POLLOUT;
-        p.revents = 0;
-        /* in slices of 50 ms, to see redis_shutdown */
-        n = redis__poll(&p, ms < 0 || ms > 50 ? 50 : ms);
-        if (n > 0) {
-            err = 0;
-            if (getsockopt(d->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-                err = errno;
-            return err; /* 0: connected */
-        }
-        if (n < 0 && errno != EINTR)
-            return errno;
-        if (ms == 0)
-            return ETIMEDOUT;
-        if (d->r != NULL && redis__stopped(d->r))
-            return ECANCELED;
-    }
-}
-
-static inline void redis__dial_steps(struct redis__dial *d)
-{
-    struct addrinfo hints, *a;
-    char service[16];
-    int one = 1;
-
-    snprintf(service, sizeof service, "%d", d->port);
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV; /* an address: no lookup */
-    d->rc = getaddrinfo(d->host, service, &hints, &d->ai);
-    if (d->rc == EAI_NONAME) { /* a name, then: the resolver's own time, no deadline */
-        hints.ai_flags = AI_NUMERICSERV;
-        d->rc = getaddrinfo(d->host, service, &hints, &d->ai);
-    }
-    if (d->rc != 0) {
-        d->ai = NULL;
-        d->rc = redis__gai_errno(d->rc);
-        return;
-    }
-    d->rc = ENXIO;
-    for (a = d->ai; a != NULL; a = a->ai_next) {
-        if ((d->rc = redis__dial_one(d, a)) == 0)
-            break;
-        if (d->fd >= 0) {
-            redis__close(d->fd);
-            d->fd = -1;
-        }
-        if (d->rc == ETIMEDOUT || d->rc == ECANCELED)
-            break; /* the deadline is spent for every address */
-    }
-    if (d->rc == 0) /* many small requests from many threads: Nagle would hold them */
-        (void)setsockopt(d->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-}
-
-/* A connected, non-blocking, close-on-exec TCP socket to d's host and port: 0 and
- * d->fd, or an errno (d->fd -1). getaddrinfo, connect and the poll are the
- * cancellation points. */
-static inline int redis__dial(struct redis__dial *d)
-{
-    int cs;
-    d->ai = NULL;
-    d->fd = -1;
-    pthread_cleanup_push(redis__dial_cancelled, d);
-    redis__dial_steps(d);
-    pthread_cleanup_pop(0);
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    if (d->ai)
-        freeaddrinfo(d->ai);
-    d->ai = NULL;
-    pthread_setcancelstate(cs, &cs);
-    return d->rc;
-}
-
-/* ------------------------------------------------------------------ connections
- * r->cur is the connection calls take. Each connection counts its references under
- * r->lock: one of r's own while it is r->cur, one per call that holds it. Whoever
- * drops the last one (the last call on an old connection, or redis_close) has the
- * only pointer left to it, and frees it outside the lock. Lock order: r->lock, then
- * a bound's own locks (the hooks never take r->lock). */
-
-#define REDIS__GAVE_UP (-1) /* attempt_rc: the thread making it was cancelled */
-
-/* A new connection to r's server, connected, its bound set up. Not r's yet: refs 0. */
-static inline int redis__conn_open(redis *r, const struct timespec *deadline,
-                                   struct redis__conn **out)
-{
-    struct lf_bound_hooks h;
-    struct redis__dial d;
-    struct redis__conn *c;
-    int rc, cs;
-
-    memset(&d, 0, sizeof d);
-    d.host = r->host;
-    d.port = r->port;
-    d.deadline = deadline;
-    d.r = r;
-    if ((rc = redis__dial(&d)) != 0)
-        return rc;
-    /* nothing below waits: with cancellation off no cancel can leave the socket open */
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    if ((c = (struct redis__conn *)calloc(1, sizeof *c)) == NULL) {
-        rc = ENOMEM;
-    } else {
-        memset(&h, 0, sizeof h);
-        h.frame_header = redis__frame;
-        h.read_body = redis__body;
-        /* the longest body a frame may claim: length line, value, two CRLFs */
-        h.max_body = LF_BOUND_HEADER_MAX + REDIS_BULK_MAX + 2;
-        h.flags = LF_BOUND_IN_ORDER;
-        h.user = c; /* the hooks keep their findings in the connection (FRAMING) */
-        rc = lf_bound_init(&c->b, d.fd, &h);
-    }
-    if (rc == 0) {
-        c->fd = d.fd;
-        *out = c;
-    } else {
-        close(d.fd);
-        free(c);
-    }
-    pthread_setcancelstate(cs, &cs);
-    return rc;
-}
-
-/* Nobody can reach c any more (its last reference is gone): shut it down, destroy
- * its bound, close its socket, free it. Nothing here waits; cancellation is off for
- * the closes (a cancelled call's cleanup handler may run this). */
-static inline void redis__conn_free(struct redis__conn *c)
-{
-    int cs;
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
-    (void)lf_bound_shutdown(&c->b);
-    /* 0: every call let go of c after its lf_bound_call returned, so none is inside */
-    if (lf_bound_destroy(&c->b) == 0) {
-        close(c->fd);
-        free(c);
-    }
-    pthread_setcancelstate(cs, &cs);
-}
-
-/* r->lock held: drop one reference to c. 1: it was the last, c is off r's list, and
- * the caller frees it (redis__conn_free) once the lock is released. */
-static inline int redis__put_locked(redis *r, struct redis__conn *c)
-{
-    struct redis__conn **p = &r->conns;
-    if (--c->refs != 0)
-        return 0;
-    while (*p != c)
-        p = &(*p)->next;
-    *p = c->next;
-    return 1;
-}
-
-/* r->lock held: is c dead (redis_reconnect in the doc block)? Also what lf_bound saw
- * that no call has reported yet; its ECANCELED is a shutdown, which no new
- * connection cures. */
-static inline int redis__dead_locked(struct redis__conn *c)
-{
-    struct lf_bound_stats s;
-    if (c->dead)
-        return 1;
-    return lf_bound_stats(&c->b, &s) == 0 &&
-           ((s.failed != 0 && s.failed != ECANCELED) || s.send_failed != 0);
-}
-
-/* A call lets go of c; failed: the connection error it met (c is dead), or 0. */
-static inline void redis__drop(redis *r, struct redis__conn *c, int failed)
-{
-    int last;
-    pthread_mutex_lock(&r->lock);
-    if (failed != 0 && c->dead == 0)
-        c->dead = failed;
-    last = redis__put_locked(r, c);
-    pthread_mutex_unlock(&r->lock);
-    if (last)
-        redis__conn_free(c);
-}
-
-/* The connection error a call's result shows (the connection is dead), or 0. */
-static inline int redis__conn_error(lf_bound *b, int rc)
-{
-    struct lf_bound_stats s;
-    if (rc == ECONNRESET || rc == EPIPE || rc == EPROTO) /* (EPROTO: also a reply out
-                                                          * of step, FRAMING) */
-        return rc;
-    /* a deadline that cut the request off half sent: no request can follow it */
-    if (rc == ETIMEDOUT && lf_bound_stats(b, &s) == 0 && s.send_failed != 0)
-        return s.send_failed;
-    return 0;
-}
+/* r's lf_conn; NULL for an r that is NULL (lf_conn's functions say EINVAL) */
+#define REDIS__CONN(r) ((r) != NULL ? &(r)->conn : NULL)
 
 /* Contract: once, before any thread uses r. 0 or an errno (see OPEN AND RECONNECT). */
 static inline int redis_open_until(redis *r, const char *host, int port,
                                    const struct timespec *deadline)
 {
-    pthread_condattr_t ca;
-    int rc;
-
-    if (r == NULL || host == NULL || strlen(host) > REDIS_HOST_MAX || port < 1 ||
-        port > 65535 || !redis__deadline_ok(deadline))
-        return EINVAL;
-    memset((void *)r, 0, sizeof *r);
-    memcpy(r->host, host, strlen(host) + 1);
-    r->port = port;
-    if ((rc = pthread_condattr_init(&ca)) != 0)
-        return rc;
-    if ((rc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC)) == 0 &&
-        (rc = pthread_cond_init(&r->ended, &ca)) == 0 &&
-        (rc = pthread_mutex_init(&r->lock, NULL)) != 0)
-        pthread_cond_destroy(&r->ended);
-    pthread_condattr_destroy(&ca);
-    if (rc != 0)
-        return rc;
-    if ((rc = redis__conn_open(r, deadline, &r->cur)) != 0) {
-        pthread_mutex_destroy(&r->lock);
-        pthread_cond_destroy(&r->ended);
-        r->cur = NULL;
-        return rc;
-    }
-    r->cur->refs = 1; /* r's own */
-    r->conns = r->cur;
-    return 0;
+    struct lf_bound_hooks h;
+    memset(&h, 0, sizeof h);
+    h.frame_header = redis__frame;
+    h.read_body = redis__body;
+    /* the longest body a frame may claim: length line, value, two CRLFs */
+    h.max_body = LF_BOUND_HEADER_MAX + REDIS_BULK_MAX + 2;
+    h.flags = LF_BOUND_IN_ORDER;
+    /* the hooks keep their findings in the connection (FRAMING): lf_conn gives each
+     * connection a struct redis__rx of its own, as the hooks' user pointer. A call
+     * never goes out on a connection marked dead (RESULTS: ECONNRESET, EPIPE). */
+    return lf_conn_open_until(REDIS__CONN(r), host, port, &h, sizeof(struct redis__rx),
+                              LF_CONN_REFUSE_DEAD, deadline);
 }
 
 /* Contract: as redis_open_until, with no deadline. */
@@ -906,210 +559,44 @@ static inline int redis_open(redis *r, const char *host, int port)
     return redis_open_until(r, host, port, NULL);
 }
 
-/* The thread making a new connection was cancelled (redis__dial's cleanup has closed
- * its socket): the attempt ends with no result, and a thread that waited for it
- * looks again (and may make its own). */
-static inline void redis__attempt_cancelled(void *arg)
-{
-    redis *r = (redis *)arg;
-    pthread_mutex_lock(&r->lock);
-    r->connecting = 0;
-    r->attempts++;
-    r->attempt_rc = REDIS__GAVE_UP;
-    r->inside--;
-    pthread_cond_broadcast(&r->ended);
-    pthread_mutex_unlock(&r->lock);
-}
-
-struct redis__attempt {
-    redis *r;
-    const struct timespec *deadline;
-    struct redis__conn *c;
-    int rc;
-};
-
-/* (its own function: the cleanup is pushed around it, and nothing it reads changes
- * between push and pop, so gcc's -Wclobbered stays quiet) */
-static inline void redis__attempt(struct redis__attempt *a)
-{
-    pthread_cleanup_push(redis__attempt_cancelled, a->r);
-    a->rc = redis__conn_open(a->r, a->deadline, &a->c);
-    pthread_cleanup_pop(0);
-}
-
-/* A thread waiting for another's attempt was cancelled (the wait took the lock back). */
-static inline void redis__wait_cancelled(void *arg)
-{
-    redis *r = (redis *)arg;
-    r->inside--;
-    pthread_mutex_unlock(&r->lock);
-}
-
-struct redis__waiting {
-    redis *r;
-    const struct timespec *deadline;
-    int rc;
-};
-
-static inline void redis__wait(struct redis__waiting *w)
-{
-    pthread_cleanup_push(redis__wait_cancelled, w->r);
-    w->rc = w->deadline ? pthread_cond_timedwait(&w->r->ended, &w->r->lock, w->deadline)
-                        : pthread_cond_wait(&w->r->ended, &w->r->lock);
-    pthread_cleanup_pop(0);
-}
-
 /* Contract: any thread, any time, many at once (see OPEN AND RECONNECT). */
 static inline int redis_reconnect(redis *r, const struct timespec *deadline)
 {
-    struct redis__attempt a;
-    struct redis__conn *old = NULL;
-    int rc = 0, ours = 0;
-
-    if (r == NULL || !redis__deadline_ok(deadline))
-        return EINVAL;
-    pthread_mutex_lock(&r->lock);
-    r->inside++;
-    for (;;) {
-        struct redis__waiting w;
-        unsigned long long seen = r->attempts;
-        if (r->shut) {
-            rc = ECANCELED;
-            break;
-        }
-        if (!redis__dead_locked(r->cur))
-            break; /* alive (another thread's reconnect, say): 0, nothing to do */
-        if (!r->connecting) {
-            ours = 1;
-            break;
-        }
-        /* one is being made for this dead connection: wait for it, take its result */
-        w.r = r;
-        w.deadline = deadline;
-        w.rc = 0;
-        while (w.rc == 0 && r->attempts == seen && !r->shut)
-            redis__wait(&w);
-        if (r->shut)
-            continue; /* ECANCELED */
-        if (r->attempts == seen) {
-            rc = w.rc; /* ETIMEDOUT: our deadline came first */
-            break;
-        }
-        if (r->attempt_rc != REDIS__GAVE_UP) {
-            rc = r->attempt_rc;
-            break;
-        }
-        /* its thread was cancelled: look again */
-    }
-    if (!ours) {
-        r->inside--;
-        pthread_mutex_unlock(&r->lock);
-        return rc;
-    }
-    r->connecting = 1;
-    pthread_mutex_unlock(&r->lock);
-
-    a.r = r;
-    a.deadline = deadline;
-    a.c = NULL;
-    redis__attempt(&a); /* (dialled with no lock held: calls go on meanwhile) */
-
-    pthread_mutex_lock(&r->lock);
-    r->connecting = 0;
-    r->attempts++;
-    if (a.rc == 0 && r->shut)
-        a.rc = ECANCELED; /* made, but too late: freed below */
-    if (a.rc == 0) {
-        /* the swap: calls that take the connection from now on get the new one; the
-         * old one loses r's reference, and goes with its last call's (or now) */
-        a.c->refs = 1;
-        a.c->next = r->conns;
-        r->conns = a.c;
-        old = r->cur;
-        r->cur = a.c;
-        r->reconnects++;
-        if (!redis__put_locked(r, old))
-            old = NULL;
-    }
-    r->attempt_rc = a.rc;
-    r->inside--;
-    pthread_cond_broadcast(&r->ended);
-    pthread_mutex_unlock(&r->lock);
-    if (old != NULL)
-        redis__conn_free(old);
-    if (a.rc == ECANCELED && a.c != NULL)
-        redis__conn_free(a.c);
-    return a.rc;
+    return lf_conn_reconnect(REDIS__CONN(r), deadline);
 }
 
 /* Contract: any thread, any time (see OPEN AND RECONNECT). */
 static inline int redis_auto_reconnect(redis *r, int on)
 {
-    if (r == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&r->lock);
-    r->automatic = on != 0;
-    pthread_mutex_unlock(&r->lock);
-    return 0;
+    return lf_conn_auto_reconnect(REDIS__CONN(r), on);
 }
 
 /* Contract: any thread, any time. Final: waiters on every connection return
  * ECONNABORTED, later calls and reconnects ECANCELED. */
 static inline int redis_shutdown(redis *r)
 {
-    struct redis__conn *c;
-    if (r == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&r->lock);
-    r->shut = 1;
-    /* old connections too: calls still on them wake. Each is alive while it is on
-     * the list (it leaves the list under this lock, before it is freed). */
-    for (c = r->conns; c != NULL; c = c->next)
-        (void)lf_bound_shutdown(&c->b);
-    pthread_cond_broadcast(&r->ended); /* threads waiting for another's reconnect */
-    pthread_mutex_unlock(&r->lock);
-    return 0;
+    return lf_conn_shutdown(REDIS__CONN(r));
 }
 
 /* Contract: once no call and no reconnect is under way (else EBUSY, nothing done). */
 static inline int redis_close(redis *r)
 {
-    int busy;
-    if (r == NULL || r->cur == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&r->lock);
-    busy = r->inside != 0 || r->conns != r->cur || r->cur->next != NULL || r->cur->refs != 1;
-    pthread_mutex_unlock(&r->lock);
-    if (busy)
-        return EBUSY;
-    redis__conn_free(r->cur);
-    r->cur = r->conns = NULL;
-    pthread_cond_destroy(&r->ended);
-    pthread_mutex_destroy(&r->lock);
-    return 0;
+    return lf_conn_close(REDIS__CONN(r));
 }
 
 /* Contract: any thread, any time. */
 static inline int redis_stats(redis *r, struct redis_stats *out)
 {
-    struct redis__conn *c;
+    struct lf_conn_stats s;
+    int rc;
     if (out == NULL)
         return EINVAL;
-    memset((void *)out, 0, sizeof *out);
-    if (r == NULL)
-        return EINVAL;
-    pthread_mutex_lock(&r->lock);
-    out->reconnects = r->reconnects;
-    for (c = r->conns; c != NULL; c = c->next) {
-        out->conns++;
-        out->calls += c->refs - (c == r->cur); /* (r's own is no call) */
-    }
-    c = r->cur;
-    c->refs++; /* held while lf_bound_stats reads it: a reconnect may put it away */
-    pthread_mutex_unlock(&r->lock);
-    (void)lf_bound_stats(&c->b, &out->bound);
-    redis__drop(r, c, 0);
-    return 0;
+    rc = lf_conn_stats(REDIS__CONN(r), &s); /* (zeroed on EINVAL) */
+    out->bound = s.bound;
+    out->reconnects = s.reconnects;
+    out->conns = s.conns;
+    out->calls = s.calls;
+    return rc;
 }
 
 /* ------------------------------------------------------------------ the calls */
@@ -1127,57 +614,6 @@ __attribute__((weak)) REDIS__THREAD_LOCAL char redis__last_error[REDIS_ERROR_MAX
 static inline const char *redis_last_error(void)
 {
     return redis__last_error;
-}
-
-/* A call takes the current connection (*c, one reference), or says why not. */
-static inline int redis__hold(redis *r, struct redis__conn **c, const struct timespec *deadline)
-{
-    int rc, reconnect;
-    for (int tries = 0;; tries++) {
-        rc = reconnect = 0;
-        pthread_mutex_lock(&r->lock);
-        *c = r->cur;
-        if (r->shut)
-            rc = ECANCELED;
-        else if (r->automatic && (*c)->dead && tries == 0)
-            reconnect = 1; /* see redis_auto_reconnect */
-        else if ((*c)->dead)
-            rc = (*c)->dead; /* dead: nothing more goes out on it (RESULTS) */
-        else
-            (*c)->refs++;
-        pthread_mutex_unlock(&r->lock);
-        if (!reconnect)
-            return rc;
-        if ((rc = redis_reconnect(r, deadline)) != 0)
-            return rc; /* nothing sent */
-    }
-}
-
-/* What a cancelled call gives back. lf_bound's cleanup has withdrawn the context
- * first (lf_bound.h, CANCELLATION); then this frees it, the request's memory, and
- * lets go of the connection (which may free an old one). */
-struct redis__guard {
-    redis *r;
-    struct redis__conn *c;
-    lf_bound_ctx *ctx;
-    void *heap; /* a large request's block, or NULL */
-    int rc;
-};
-
-static inline void redis__call_cancelled(void *arg)
-{
-    struct redis__guard *g = (struct redis__guard *)arg;
-    lf_bound_ctx_destroy(g->ctx);
-    free(g->heap);
-    redis__drop(g->r, g->c, 0);
-}
-
-static inline void redis__call_guarded(struct redis__guard *g, const char *req, size_t len,
-                                       const struct timespec *deadline)
-{
-    pthread_cleanup_push(redis__call_cancelled, g);
-    g->rc = lf_bound_call(&g->c->b, g->ctx, 0, req, len, deadline);
-    pthread_cleanup_pop(0);
 }
 
 /* What a call's bound result and its reply mean together (RESULTS). */
@@ -1210,20 +646,20 @@ static inline int redis__command(redis *r, struct redis__call *call, int argc,
 {
     char small[REDIS_STACK_REQ], *req = small, *p;
     size_t len = 1 + redis__digits((size_t)argc) + 2;
-    struct redis__guard g;
+    struct lf_conn_guard g;
     int rc;
 
     redis__last_error[0] = '\0';
-    if (r == NULL || !redis__deadline_ok(deadline))
+    if (r == NULL || !lf_conn_deadline_ok(deadline))
         return EINVAL;
     for (int i = 0; i < argc; i++) {
         if (lens[i] > REDIS_BULK_MAX)
             return E2BIG; /* the server would close the connection on it */
         len += redis__arg_len(lens[i]);
     }
-    if ((rc = redis__hold(r, &g.c, deadline)) != 0)
-        return rc;
-    g.r = r;
+    if ((rc = lf_conn_hold(&r->conn, &g.c, deadline)) != 0)
+        return rc; /* nothing sent (dead: the error it died of) */
+    g.cn = &r->conn;
     g.ctx = &call->ctx;
     g.heap = NULL;
     g.rc = 0;
@@ -1239,11 +675,13 @@ static inline int redis__command(redis *r, struct redis__call *call, int argc,
         *p++ = '\n';
         for (int i = 0; i < argc; i++)
             p = redis__put_arg(p, argv[i], lens[i]);
-        redis__call_guarded(&g, req, len, deadline);
+        lf_conn_call(&g, 0, req, len, deadline); /* (id: ignored, in order) */
         lf_bound_ctx_destroy(&call->ctx);
         rc = redis__result(call, g.rc);
     }
-    redis__drop(r, g.c, redis__conn_error(&g.c->b, rc));
+    /* the call's result: its EPROTO is also a reply out of step (FRAMING), which
+     * failed the bound: the connection is dead */
+    lf_conn_drop(&r->conn, g.c, rc);
     free(g.heap);
     return rc;
 }

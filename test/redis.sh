@@ -14,8 +14,8 @@
 #   4. the framing's edges and malformed replies from a fake server in the test;
 #   5. redis_open_until's errors and a connection's life (reconnect, automatic mode,
 #      shutdown, close, pthread_cancel) against the fake server.
-# Also: redis.h copied with lf_bound.h and lf.h alone builds a program (no -I), and
-# compiles as C++17.
+# Also: redis.h copied with lf_conn.h, lf_bound.h and lf.h alone builds a program (no
+# -I), and compiles as C++17.
 # About 30 s.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/redis.sh CC BUILD_DIR [full]" >&2; exit 2; }
@@ -34,13 +34,15 @@ build=$(cd "$build" && pwd)
 redis_need redis-server redis-server "$build/apt.log"
 
 base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
-strict="$base -I$root" # redis.h includes "lf_bound.h": beside it, or through -I
-# redis.h taken away as its doc block says: copied with lf_bound.h and lf.h alone,
-# next to a program of the user's (bench/redis_bench.c, without hiredis), it builds
-# with no -I at all
+strict="$base -I$root" # redis.h includes "lf_conn.h" (beside it), which includes
+# "lf_bound.h": beside it, or through -I
+# redis.h taken away as its doc block says: copied with lf_conn.h, lf_bound.h and lf.h
+# alone, next to a program of the user's (bench/redis_bench.c, without hiredis), it
+# builds with no -I at all
 rm -rf "$build/copy"
 mkdir -p "$build/copy"
-cp "$root/bench/redis.h" "$root/lf_bound.h" "$root/lf.h" "$root/bench/redis_bench.c" "$build/copy/"
+cp "$root/bench/redis.h" "$root/bench/lf_conn.h" "$root/lf_bound.h" "$root/lf.h" \
+    "$root/bench/redis_bench.c" "$build/copy/"
 # shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/redis_bench" "$build/copy/redis_bench.c" -pthread
 # and it compiles as C++17 (the C++ compiler of the same family, when there is one)

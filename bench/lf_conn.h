@@ -35,7 +35,10 @@
  *   lf_reactor.h included before lf_conn.h (as for lf_bound_attach), and liburcu as
  *   that header says.
  *
- * THE FUNCTIONS (0 or an errno each; EINVAL also: cn NULL, or not open)
+ * THE FUNCTIONS (those that return an int: 0 or an errno, EINVAL also for cn NULL.
+ * All but lf_conn_open_until want cn open: lf_conn_close, lf_conn_stats,
+ * lf_conn_set_nest_max and lf_conn_attach say EINVAL for a cn closed or never
+ * opened, the others must not be given one)
  *   int lf_conn_open_until(lf_conn *cn, const char *host, int port,
  *                          const struct lf_bound_hooks *hooks, size_t state_size,
  *                          unsigned flags, const struct timespec *deadline)
@@ -90,8 +93,9 @@
  *   int lf_conn_attach(lf_conn *cn, lf_reactor *r)
  *       Once, before any thread uses cn: every connection becomes a handle of r
  *       (lf_bound_attach): the current one now, each new one before any call can
- *       take it. Offered where lf_reactor.h was included before lf_conn.h. r's
- *       storage must outlive lf_conn_close. EBUSY attached already, or what
+ *       take it. Offered where lf_reactor.h was included before lf_conn.h. r as
+ *       lf_bound_attach wants it (not LF_REACTOR_CONCURRENT, not in a group), and
+ *       its storage must outlive lf_conn_close. EBUSY attached already, or what
  *       lf_bound_attach says (ENOTSUP, ECANCELED, ...).
  *   int lf_conn_shutdown(lf_conn *cn)
  *       Final: every call waiting, on any connection, returns ECONNABORTED (or

@@ -30,9 +30,9 @@
  *   (memc.h includes "lf_conn.h", which includes "lf_bound.h": found beside it or
  *   through -I). Nothing else: no liburcu, no other file of this repository. Build:
  *   cc -std=c11 -D_POSIX_C_SOURCE=200809L app.c -pthread (C11 and POSIX threads, as
- *   lf_bound.h needs). For memc_attach, lf_reactor.h too, and liburcu as that header
- *   says. Every file that shares a memc includes it with the same LF_PROMOTE and
- *   LF_SYNC (lf.h).
+ *   lf_bound.h needs; it also compiles as C++17). For memc_attach, lf_reactor.h too,
+ *   and liburcu as that header says. Every file that shares a memc includes it with
+ *   the same LF_PROMOTE and LF_SYNC (lf.h).
  *
  * RESULTS of memc_get, memc_set, memc_delete: one meaning each.
  *   0           done (get: the value is in buf, *len bytes, *flags its flags: 0 if
@@ -228,8 +228,6 @@
 
 #include "lf_conn.h" /* (and through it lf_bound.h and lf.h) */
 
-#include <stdatomic.h>
-
 #define MEMC_KEY_MAX 250
 #define MEMC_HDR 24
 #define MEMC_MAX_VALUE (1u << 20) /* memcached's default item size limit (-I 1m) */
@@ -255,7 +253,7 @@ struct memc_stats {
 typedef struct memc {
     /* private: memc_open_until sets every field */
     lf_conn conn;                 /* the connection, shared and replaced (lf_conn.h) */
-    atomic_uint next_id;          /* the next opaque */
+    LF__ATOMIC(unsigned) next_id; /* the next opaque (lf.h's atomics: C11, or C++'s) */
 } memc;
 
 /* ------------------------------------------------------------------ the wire
@@ -442,7 +440,7 @@ static inline int memc_open_until(memc *m, const char *host, int port,
     h.max_body = MEMC_MAX_BODY;
     /* no state per connection: each reply's findings go with its call (memc__body) */
     if ((rc = lf_conn_open_until(MEMC__CONN(m), host, port, &h, 0, 0, deadline)) == 0)
-        atomic_init(&m->next_id, 1);
+        lf__store(&m->next_id, 1u, relaxed); /* (no other thread has m yet) */
     return rc;
 }
 
@@ -510,7 +508,13 @@ static inline int memc_attach(memc *m, lf_reactor *r)
 /* ------------------------------------------------------------------ the calls */
 
 /* weak: one variable for the program, however many files include memc.h */
-__attribute__((weak)) _Thread_local unsigned memc__last_status;
+#ifdef __cplusplus
+#define MEMC__THREAD_LOCAL thread_local
+#else
+#define MEMC__THREAD_LOCAL _Thread_local
+#endif
+extern MEMC__THREAD_LOCAL unsigned memc__last_status;
+__attribute__((weak)) MEMC__THREAD_LOCAL unsigned memc__last_status;
 
 /* Contract: any thread. The memcached status of its last reply (0 when none came). */
 static inline unsigned memc_last_status(void)
@@ -563,7 +567,7 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
         /* buf: never written (read_body places the bytes), but lf_bound wants one for
          * a cap above 0, and the cap must let any legal reply through to read_body.
          * relaxed: the id only has to be unique, and the bound's lock orders the rest */
-        id = atomic_fetch_add_explicit(&m->next_id, 1, memory_order_relaxed);
+        id = lf__fetch_add(&m->next_id, 1u, relaxed);
         memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
         lf_conn_call(&g, id, req, len, deadline);
         lf_bound_ctx_destroy(&call->ctx);
@@ -583,7 +587,7 @@ static inline int memc_get(memc *m, const char *key, void *buf, size_t cap, size
 {
     struct memc__call call;
     int rc;
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     call.val = buf;
     call.cap = buf ? cap : 0;
     rc = memc__request(m, &call, MEMC_OP_GET, NULL, 0, key, NULL, 0, deadline);
@@ -600,7 +604,7 @@ static inline int memc_set(memc *m, const char *key, const void *val, size_t len
 {
     struct memc__call call;
     unsigned char extras[8];
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     memc_put32(extras, flags);
     memc_put32(extras + 4, exptime);
     return memc__request(m, &call, MEMC_OP_SET, extras, sizeof extras, key, val, len, deadline);
@@ -610,7 +614,7 @@ static inline int memc_set(memc *m, const char *key, const void *val, size_t len
 static inline int memc_delete(memc *m, const char *key, const struct timespec *deadline)
 {
     struct memc__call call;
-    memset(&call, 0, sizeof call);
+    memset((void *)&call, 0, sizeof call);
     return memc__request(m, &call, MEMC_OP_DELETE, NULL, 0, key, NULL, 0, deadline);
 }
 

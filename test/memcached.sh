@@ -19,7 +19,7 @@
 #   6. the same from the handlers of an lf_reactor, through memc_attach; a nesting
 #      limit set with memc_set_nest_max holds over a reconnect.
 # Also: memc.h copied with lf_conn.h, lf_bound.h and lf.h alone builds a program (no
-# -I), and bench/memc_refs.c builds. About 50 s.
+# -I) and compiles as C++17, and bench/memc_refs.c builds. About 50 s.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/memcached.sh CC BUILD_DIR [full]" >&2; exit 2; }
 cc=$1
@@ -43,6 +43,13 @@ cp "$root/bench/memc.h" "$root/bench/lf_conn.h" "$root/lf_bound.h" "$root/lf.h" 
     "$root/bench/memc_bench.c" "$build/copy/"
 # shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/memc_bench" "$build/copy/memc_bench.c" -pthread
+# and it compiles as C++17 (the C++ compiler of the same family, when there is one)
+case $cc in *clang*) cxx=clang++ ;; *) cxx=g++ ;; esac
+if command -v "$cxx" >/dev/null 2>&1; then
+    printf '#include "memc.h"\n' >"$build/copy/cxx.cc"
+    $cxx -std=c++17 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
+        "$build/copy/cxx.cc"
+fi
 # shellcheck disable=SC2086
 $cc $base -O2 -o "$build/memc_refs" "$root/bench/memc_refs.c" -pthread
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"

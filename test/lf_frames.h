@@ -1,5 +1,6 @@
-/* lf_frames.h - the wire format the lf_bound tests speak, and blocking socket I/O
- * for their in-test servers. A frame is a 16-byte header (magic, body length, id;
+/* lf_frames.h - the wire format the lf_bound tests speak, blocking socket I/O for
+ * their in-test servers, and the set-up they share (after lf_bound.h, whose
+ * configuration is the test's). A frame is a 16-byte header (magic, body length, id;
  * host byte order, both ends are this process) and then the body. */
 #ifndef LF_FRAMES_H_INCLUDED
 #define LF_FRAMES_H_INCLUDED
@@ -69,6 +70,113 @@ static inline int lft_read_all(int fd, void *p, size_t n)
         got += (size_t)r;
     }
     return 1;
+}
+
+
+/* n bytes read and dropped (the filler lft_fill_socket left before the requests): 1,
+ * or 0 when the peer hung up first, as lft_read_all. */
+static inline int lft_skip(int fd, size_t n)
+{
+    unsigned char skip[4096];
+    while (n) {
+        size_t k = n < sizeof skip ? n : sizeof skip;
+        if (!lft_read_all(fd, skip, k))
+            return 0;
+        n -= k;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ the bound under test
+ * A test file runs bare, and hybrid from its t_reactor_bound_* twin, which defines
+ * LFT_HYBRID (and LF_BOUND_REACTOR): the bound is then attached to R, made and destroyed
+ * with it, and MODE says which in what the test prints. */
+
+#ifdef LFT_HYBRID
+static lf_reactor R;
+#define MODE "hybrid"
+#else
+#define MODE "bare"
+#endif
+
+/* The hooks of a bound that speaks these frames. */
+static inline void lft_hooks(struct lf_bound_hooks *h)
+{
+    memset(h, 0, sizeof *h);
+    h->header_len = HDR;
+    h->parse_header = lft_parse;
+}
+
+/* A socketpair: sv[0] the bound's end, sv[1] the in-test server's. sndbuf > 0 caps
+ * what the bound's end holds in flight (the kernel doubles it), so that a large
+ * request, or a few queued ones, wait for room. */
+static inline void lft_pair(int sv[2], int sndbuf)
+{
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    if (sndbuf > 0)
+        CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf) == 0);
+}
+
+/* The bound on fd; hybrid: attached to R, made here. */
+static inline void lft_bound_open(lf_bound *b, int fd, const struct lf_bound_hooks *h)
+{
+    CHECK_EQ(lf_bound_init(b, fd, h), 0);
+#ifdef LFT_HYBRID
+    CHECK_EQ(lf_reactor_init(&R), 0);
+    CHECK_EQ(lf_bound_attach(b, &R), 0);
+#endif
+}
+
+/* lf_bound_destroy (it fails with a context in flight); hybrid: R's too. The fd stays
+ * open: it is the test's. */
+static inline void lft_bound_close(lf_bound *b)
+{
+    CHECK_EQ(lf_bound_destroy(b), 0);
+#ifdef LFT_HYBRID
+    CHECK_EQ(lf_reactor_destroy(&R), 0);
+#endif
+}
+
+static inline struct lf_bound_stats lft_stats(lf_bound *b)
+{
+    struct lf_bound_stats s;
+    CHECK_EQ(lf_bound_stats(b, &s), 0);
+    return s;
+}
+
+/* Fill the bound's end fd (before the bound writes on it) until it takes no more:
+ * what is in flight then is filler, whose length this returns for the server to skip
+ * (lft_skip) before the requests. */
+static inline size_t lft_fill_socket(int fd)
+{
+    static unsigned char z[512];
+    size_t junk = 0;
+    for (;;) {
+        ssize_t n = send(fd, z, sizeof z, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0) {
+            CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
+            break;
+        }
+        junk += (size_t)n;
+    }
+    CHECK(junk > 0);
+    return junk;
+}
+
+/* An in-test server thread: fn(arg), serving until it reads EOF. */
+static inline pthread_t lft_server_start(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fn, arg) == 0);
+    return t;
+}
+
+/* The bound's end fd shut for writing: the server t reads EOF after the last request
+ * and returns; joined, what it returned. */
+static inline void *lft_server_end(pthread_t t, int fd)
+{
+    CHECK(shutdown(fd, SHUT_WR) == 0);
+    return lft_join(t);
 }
 
 #endif

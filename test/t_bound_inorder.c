@@ -30,13 +30,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 
-#ifdef LFT_HYBRID
-static lf_reactor R;
-#define MODE "hybrid"
-#else
-#define MODE "bare"
-#endif
-
 #define BODY 24
 #define NT 6
 
@@ -67,36 +60,20 @@ static int with_read_body;
 static void open_pair(int sndbuf)
 {
     struct lf_bound_hooks h;
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, SV) == 0);
-    CHECK(setsockopt(SV[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf) == 0);
-    memset(&h, 0, sizeof h);
-    h.header_len = HDR;
+    lft_pair(SV, sndbuf);
+    lft_hooks(&h);
     h.parse_header = parse;
     h.flags = LF_BOUND_IN_ORDER;
     if (with_read_body)
         h.read_body = checked_body;
-    CHECK_EQ(lf_bound_init(&B, SV[0], &h), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK_EQ(lf_bound_attach(&B, &R), 0);
-#endif
+    lft_bound_open(&B, SV[0], &h);
 }
 
 static void close_pair(void)
 {
-    CHECK_EQ(lf_bound_destroy(&B), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_destroy(&R), 0);
-#endif
+    lft_bound_close(&B);
     close(SV[0]);
     close(SV[1]);
-}
-
-static struct lf_bound_stats stats(void)
-{
-    struct lf_bound_stats st;
-    CHECK_EQ(lf_bound_stats(&B, &st), 0);
-    return st;
 }
 
 /* The server: skips the junk, then answers each request in order with its body and
@@ -104,15 +81,10 @@ static struct lf_bound_stats stats(void)
  * then one more, for nothing. Returns at EOF. */
 static void *server(void *arg)
 {
-    unsigned char h[HDR], body[256], skip[4096];
-    size_t left = junk;
+    unsigned char h[HDR], body[256];
     (void)arg;
-    while (left) {
-        size_t n = left < sizeof skip ? left : sizeof skip;
-        if (!lft_read_all(SV[1], skip, n))
-            return NULL;
-        left -= n;
-    }
+    if (!lft_skip(SV[1], junk))
+        return NULL;
     for (;;) {
         uint64_t id;
         size_t len;
@@ -198,7 +170,7 @@ static void storm(int n)
     struct worker w[NT];
     open_pair(65536);
     junk = 0;
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     for (int t = 0; t < NT; t++) {
         w[t].who = (unsigned)t;
         w[t].n = n;
@@ -210,10 +182,9 @@ static void storm(int n)
         lft_join(th[t]);
         CHECK_EQ(w[t].rc, 0);
     }
-    CHECK_EQ(stats().replies, (unsigned long long)n * NT);
-    CHECK_EQ(stats().stray, 0ull);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    CHECK_EQ(lft_stats(&B).replies, (unsigned long long)n * NT);
+    CHECK_EQ(lft_stats(&B).stray, 0ull);
+    lft_server_end(srv, SV[0]);
     close_pair();
 }
 
@@ -234,10 +205,10 @@ static void held_back(long ms)
     int rc;
     open_pair(65536);
     junk = 0;
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     CHECK_EQ(lf_bound_ctx_init(&held, held_buf, sizeof held_buf, 0), 0);
     CHECK(pthread_create(&a, NULL, held_call, (void *)(intptr_t)(ms > 0 ? ms : 60000)) == 0);
-    AWAIT(stats().in_flight == 1 && stats().queued == 0, "the held-back request on the wire");
+    AWAIT(lft_stats(&B).in_flight == 1 && lft_stats(&B).queued == 0, "the held-back request on the wire");
     w.who = 7; /* behind it on the wire */
     w.n = 20;
     w.tag = 'E';
@@ -253,11 +224,10 @@ static void held_back(long ms)
         lft_join(b);
     }
     CHECK_EQ(w.rc, 0);
-    CHECK_EQ(stats().stray, 1ull); /* the held-back reply, dropped in its turn */
-    CHECK_EQ(stats().replies, 20ull);
+    CHECK_EQ(lft_stats(&B).stray, 1ull); /* the held-back reply, dropped in its turn */
+    CHECK_EQ(lft_stats(&B).replies, 20ull);
     lf_bound_ctx_destroy(&held);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     close_pair();
 }
 
@@ -269,7 +239,7 @@ static void no_reply(void)
     lf_bound_ctx c;
     open_pair(65536);
     junk = 0;
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
     memset(req, 0, sizeof req);
     lft_put_header(req, MAGIC, BODY, 0);
@@ -278,33 +248,19 @@ static void no_reply(void)
         CHECK_EQ(lf_bound_send(&B, req, sizeof req), 0);
         CHECK_EQ(call(&c, 'E', 8, i, 60000), 0);
     }
-    CHECK_EQ(stats().replies, 10ull);
+    CHECK_EQ(lft_stats(&B).replies, 10ull);
     lf_bound_ctx_destroy(&c);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     close_pair();
 }
 
 /* 5 */
-static void fill_socket(void)
-{
-    static unsigned char z[512];
-    junk = 0;
-    for (;;) {
-        ssize_t n = send(SV[0], z, sizeof z, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0)
-            break;
-        junk += (size_t)n;
-    }
-    CHECK(junk > 0);
-}
-
 static void queued(void)
 {
     pthread_t th[NT], late, srv;
     struct worker w[NT], wl;
     open_pair(16384);
-    fill_socket();
+    junk = lft_fill_socket(SV[0]);
     for (int t = 0; t < NT; t++) {
         w[t].who = 20 + (unsigned)t;
         w[t].n = 3;
@@ -312,7 +268,7 @@ static void queued(void)
         w[t].ms = 60000;
         CHECK(pthread_create(&th[t], NULL, worker, &w[t]) == 0);
     }
-    AWAIT(stats().queued == NT, "every call queued behind the full socket");
+    AWAIT(lft_stats(&B).queued == NT, "every call queued behind the full socket");
     wl.who = 30;
     wl.n = 1;
     wl.tag = 'E';
@@ -320,15 +276,14 @@ static void queued(void)
     CHECK(pthread_create(&late, NULL, worker, &wl) == 0);
     lft_join(late);
     CHECK_EQ(wl.rc, ETIMEDOUT); /* never written: it takes no place */
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     for (int t = 0; t < NT; t++) {
         lft_join(th[t]);
         CHECK_EQ(w[t].rc, 0);
     }
-    CHECK_EQ(stats().replies, 3ull * NT);
-    CHECK_EQ(stats().stray, 0ull);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    CHECK_EQ(lft_stats(&B).replies, 3ull * NT);
+    CHECK_EQ(lft_stats(&B).stray, 0ull);
+    lft_server_end(srv, SV[0]);
     close_pair();
 }
 
@@ -341,7 +296,7 @@ static void misuse(void)
     CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
     CHECK_EQ(lf_bound_expect(&B, &c, 1), ENOTSUP);
     CHECK_EQ(lf_bound_call(&B, &c, 1, NULL, 0, NULL), EINVAL);
-    CHECK_EQ(stats().in_flight, 0u);
+    CHECK_EQ(lft_stats(&B).in_flight, 0u);
     lf_bound_ctx_destroy(&c);
     close_pair();
 }
@@ -361,17 +316,16 @@ static void unsolicited(void)
     lf_bound_ctx c;
     open_pair(65536);
     junk = 0;
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     CHECK(pthread_create(&rt, NULL, run_reactor, NULL) == 0);
     CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
     CHECK_EQ(call(&c, 'X', 9, 0, 60000), 0); /* its reply, then one for nobody */
-    AWAIT(stats().failed == EPROTO, "the reply for nobody fails the connection");
+    AWAIT(lft_stats(&B).failed == EPROTO, "the reply for nobody fails the connection");
     CHECK_EQ(call(&c, 'E', 9, 1, 60000), EPROTO);
     lf_bound_ctx_destroy(&c);
     CHECK_EQ(lf_reactor_stop(&R), 0);
     lft_join(rt);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     close_pair();
 }
 #endif
@@ -385,15 +339,14 @@ static void out_of_step(void)
     with_read_body = 1;
     open_pair(65536);
     junk = 0;
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     CHECK_EQ(lf_bound_ctx_init(&c, reply, sizeof reply, 0), 0);
     CHECK_EQ(call(&c, 'E', 10, 0, 60000), 0);
     CHECK_EQ(call(&c, 'P', 10, 1, 60000), EPROTO);
-    CHECK_EQ(stats().failed, EPROTO);
+    CHECK_EQ(lft_stats(&B).failed, EPROTO);
     CHECK_EQ(call(&c, 'E', 10, 2, 60000), EPROTO);
     lf_bound_ctx_destroy(&c);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     close_pair();
     with_read_body = 0;
 }
@@ -407,7 +360,7 @@ static void shutdown_race(int rounds)
         struct worker w[NT];
         open_pair(4096);
         junk = 0;
-        CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+        srv = lft_server_start(server, NULL);
         for (int t = 0; t < NT; t++) {
             w[t].who = 40 + (unsigned)t;
             w[t].n = 1 << 30; /* until the shutdown */
@@ -421,10 +374,9 @@ static void shutdown_race(int rounds)
             lft_join(th[t]);
             CHECK(w[t].rc == ECANCELED || w[t].rc == ECONNABORTED);
         }
-        CHECK_EQ(stats().in_flight, 0u);
-        CHECK_EQ(stats().queued, 0u);
-        shutdown(SV[0], SHUT_WR);
-        lft_join(srv);
+        CHECK_EQ(lft_stats(&B).in_flight, 0u);
+        CHECK_EQ(lft_stats(&B).queued, 0u);
+        lft_server_end(srv, SV[0]);
         close_pair();
     }
 }

@@ -35,13 +35,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 
-#ifdef LFT_HYBRID
-static lf_reactor R;
-#define MODE "hybrid"
-#else
-#define MODE "bare"
-#endif
-
 #define BODY 32
 #define NT 8
 
@@ -58,73 +51,30 @@ static void fill_body(unsigned char *p, uint64_t id)
         p[i] = (unsigned char)(id * 7 + (uint64_t)i);
 }
 
-static void hooks(struct lf_bound_hooks *h)
-{
-    memset(h, 0, sizeof *h);
-    h->header_len = HDR;
-    h->parse_header = lft_parse;
-}
-
 /* a socket pair whose client end holds at most about `sndbuf` bytes in flight */
 static void open_pair(int sndbuf)
 {
     struct lf_bound_hooks h;
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, SV) == 0);
-    CHECK(setsockopt(SV[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf) == 0);
-    hooks(&h);
-    CHECK_EQ(lf_bound_init(&B, SV[0], &h), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK_EQ(lf_bound_attach(&B, &R), 0);
-#endif
+    lft_pair(SV, sndbuf);
+    lft_hooks(&h);
+    lft_bound_open(&B, SV[0], &h);
 }
 
 static void close_pair(void)
 {
-    CHECK_EQ(lf_bound_destroy(&B), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_destroy(&R), 0);
-#endif
+    lft_bound_close(&B);
     close(SV[0]);
     close(SV[1]);
-}
-
-/* Fill the client end until it takes no more: junk bytes for the peer to skip. */
-static void fill_socket(void)
-{
-    static unsigned char z[512];
-    junk = 0;
-    for (;;) {
-        ssize_t n = send(SV[0], z, sizeof z, MSG_DONTWAIT | MSG_NOSIGNAL);
-        if (n < 0) {
-            CHECK(errno == EAGAIN || errno == EWOULDBLOCK);
-            break;
-        }
-        junk += (size_t)n;
-    }
-    CHECK(junk > 0);
-}
-
-static struct lf_bound_stats stats(void)
-{
-    struct lf_bound_stats st;
-    CHECK_EQ(lf_bound_stats(&B, &st), 0);
-    return st;
 }
 
 /* The peer: skips the junk, then reads requests and echoes each body under its id,
  * until EOF. Checks every body against its id. */
 static void *echo_server(void *arg)
 {
-    unsigned char skip[4096], h[HDR], body[BODY];
-    size_t left = junk;
+    unsigned char h[HDR], body[BODY];
     (void)arg;
-    while (left) {
-        size_t n = left < sizeof skip ? left : sizeof skip;
-        if (!lft_read_all(SV[1], skip, n))
-            return NULL;
-        left -= n;
-    }
+    if (!lft_skip(SV[1], junk))
+        return NULL;
     for (;;) {
         uint64_t id;
         size_t len;
@@ -207,7 +157,7 @@ static unsigned long long batched(void)
     struct call k[NT];
     struct lf_bound_stats st;
     open_pair(16384);
-    fill_socket();
+    junk = lft_fill_socket(SV[0]);
     reset_peer();
     for (int t = 0; t < NT; t++) {
         k[t].id = (uint64_t)t + 1;
@@ -215,20 +165,19 @@ static unsigned long long batched(void)
         k[t].n = 1;
         CHECK(pthread_create(&th[t], NULL, caller, &k[t]) == 0);
     }
-    AWAIT(stats().queued == NT, "every request queued behind the full socket");
-    CHECK_EQ(stats().writes, 0ull); /* nothing went out yet */
-    CHECK(pthread_create(&srv, NULL, echo_server, NULL) == 0);
+    AWAIT(lft_stats(&B).queued == NT, "every request queued behind the full socket");
+    CHECK_EQ(lft_stats(&B).writes, 0ull); /* nothing went out yet */
+    srv = lft_server_start(echo_server, NULL);
     for (int t = 0; t < NT; t++) {
         lft_join(th[t]);
         CHECK_EQ(k[t].rc, 0);
     }
-    st = stats();
+    st = lft_stats(&B);
     CHECK_EQ(st.replies, (unsigned long long)NT);
     CHECK(st.writes >= 1 && st.writes < NT); /* many requests per write */
     CHECK_EQ(st.queued, 0u);
     CHECK_EQ(st.send_failed, 0);
-    shutdown(SV[0], SHUT_WR); /* the peer sees EOF */
-    lft_join(srv);
+    lft_server_end(srv, SV[0]); /* the peer sees EOF */
     CHECK_EQ(lft_load(&peer_errors), 0);
     CHECK_EQ(lft_load(&peer_frames), NT);
     close_pair();
@@ -242,32 +191,31 @@ static void taken_back(void)
     struct call kw, kq;
     struct lf_bound_stats st;
     open_pair(16384);
-    fill_socket();
+    junk = lft_fill_socket(SV[0]);
     reset_peer();
     kw.id = 20;
     kw.secs = 60;
     kw.n = 1;
     CHECK(pthread_create(&w, NULL, caller, &kw) == 0);
-    AWAIT(stats().queued == 1, "the writer's request queued");
+    AWAIT(lft_stats(&B).queued == 1, "the writer's request queued");
     kq.id = 21;
     kq.secs = 0.1;
     kq.n = 1;
     CHECK(pthread_create(&q, NULL, caller, &kq) == 0);
     lft_join(q);
     CHECK_EQ(kq.rc, ETIMEDOUT);
-    st = stats();
+    st = lft_stats(&B);
     CHECK_EQ(st.queued, 1u); /* the writer's, still waiting for room */
     CHECK_EQ(st.send_failed, 0);
     CHECK_EQ(st.in_flight, 1u);
-    CHECK(pthread_create(&srv, NULL, echo_server, NULL) == 0);
+    srv = lft_server_start(echo_server, NULL);
     lft_join(w);
     CHECK_EQ(kw.rc, 0);
     kq.id = 22; /* the stream is whole: the next call goes through */
     kq.secs = 60;
     caller(&kq);
     CHECK_EQ(kq.rc, 0);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     CHECK_EQ(lft_load(&peer_errors), 0);
     CHECK_EQ(lft_load(&peer_frames), 2);
     CHECK_EQ(lft_load(&peer_seen_mask), (1ull << 20) | (1ull << 22)); /* never 21 */
@@ -312,7 +260,7 @@ static int cut(void)
         big[i] = (unsigned char)(i * 13);
     open_pair(16384);
     CHECK(pthread_create(&h, NULL, big_caller, NULL) == 0);
-    AWAIT(stats().writes >= 1, "the big request part-way out");
+    AWAIT(lft_stats(&B).writes >= 1, "the big request part-way out");
     for (int t = 0; t < 4; t++) {
         k[t].id = 31 + (uint64_t)t;
         k[t].secs = 60;
@@ -320,7 +268,7 @@ static int cut(void)
         CHECK(pthread_create(&q[t], NULL, caller, &k[t]) == 0);
     }
     for (int t = 0; t < 4; t++) { /* queued behind it, or refused after the cut */
-        unsigned n = stats().queued;
+        unsigned n = lft_stats(&B).queued;
         queued_max = n > queued_max ? n : queued_max;
         lft_join(q[t]);
         CHECK_EQ(k[t].rc, EPIPE);
@@ -328,7 +276,7 @@ static int cut(void)
     }
     lft_join(h);
     CHECK_EQ(lft_load(&big_rc), ETIMEDOUT);
-    st = stats();
+    st = lft_stats(&B);
     CHECK_EQ(st.send_failed, EPIPE);
     CHECK_EQ(st.send_failures, 1ull);
     CHECK_EQ(st.queued, 0u);
@@ -361,7 +309,7 @@ static double storm(unsigned long long *writes)
     open_pair(65536);
     junk = 0;
     reset_peer();
-    CHECK(pthread_create(&srv, NULL, echo_server, NULL) == 0);
+    srv = lft_server_start(echo_server, NULL);
     for (int t = 0; t < NT; t++) {
         k[t].id = 100 + (uint64_t)t;
         k[t].secs = 60;
@@ -372,13 +320,12 @@ static double storm(unsigned long long *writes)
         lft_join(th[t]);
         CHECK_EQ(k[t].rc, 0);
     }
-    st = stats();
+    st = lft_stats(&B);
     CHECK_EQ(st.replies, (unsigned long long)n * NT);
     CHECK_EQ(st.stray, 0ull);
     CHECK(st.writes >= 1 && st.writes <= (unsigned long long)n * NT);
     CHECK_EQ(st.queued, 0u);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     CHECK_EQ(lft_load(&peer_errors), 0);
     CHECK_EQ(lft_load(&peer_frames), n * NT);
     close_pair();
@@ -392,15 +339,10 @@ static LFT_ATOMIC(int) writer_back;
 static void *held_peer(void *arg)
 {
     unsigned char skip[4096], h[HDR], body[BODY];
-    size_t left = junk;
     uint64_t id;
     size_t len;
     (void)arg;
-    while (left) {
-        size_t n = left < sizeof skip ? left : sizeof skip;
-        CHECK(lft_read_all(SV[1], skip, n));
-        left -= n;
-    }
+    CHECK(lft_skip(SV[1], junk));
     CHECK(lft_read_all(SV[1], h, HDR)); /* the writer's request, first in the queue */
     CHECK_EQ(lft_parse(NULL, h, &id, &len), 0);
     CHECK(id == 50 && len == BODY);
@@ -443,24 +385,24 @@ static void not_held(void)
     for (size_t i = HDR; i < BIG; i++)
         big[i] = (unsigned char)(i * 17);
     open_pair(16384);
-    fill_socket();
+    junk = lft_fill_socket(SV[0]);
     lft_store(&writer_back, 0);
     kw.id = 50;
     kw.secs = 60; /* far away: the writer must not need it to get back */
     kw.n = 1;
     CHECK(pthread_create(&w, NULL, caller, &kw) == 0);
-    AWAIT(stats().queued == 1, "the writer waiting for room");
+    AWAIT(lft_stats(&B).queued == 1, "the writer waiting for room");
     CHECK(pthread_create(&bt, NULL, big51, NULL) == 0);
-    AWAIT(stats().queued == 2, "the big request queued behind it");
-    CHECK(pthread_create(&peer, NULL, held_peer, NULL) == 0);
+    AWAIT(lft_stats(&B).queued == 2, "the big request queued behind it");
+    peer = lft_server_start(held_peer, NULL);
     lft_join(w);
     CHECK_EQ(kw.rc, 0);
     lft_store(&writer_back, 1);
     lft_join(bt);
     CHECK_EQ(lft_load(&big_rc), 0);
     lft_join(peer);
-    CHECK_EQ(stats().send_failures, 0ull);
-    CHECK_EQ(stats().queued, 0u);
+    CHECK_EQ(lft_stats(&B).send_failures, 0ull);
+    CHECK_EQ(lft_stats(&B).queued, 0u);
     close_pair();
     free(big);
 }
@@ -513,17 +455,17 @@ static void reused_buffer(void)
     pthread_t w, t, srv;
     lf_handler ph;
     open_pair(16384);
-    fill_socket();
+    junk = lft_fill_socket(SV[0]);
     reset_peer();
     CHECK(pipe(pipefd) == 0);
     lf_handler_init(&ph, on_pipe, on_pipe_close);
     CHECK_EQ(lf_reactor_register(&R, &ph, pipefd[0], LF_EV_READ | LF_EV_KEEPFD), 0);
     CHECK(pthread_create(&w, NULL, scratch_caller, (void *)(intptr_t)60) == 0);
-    AWAIT(stats().queued == 1, "the writer waiting for room");
+    AWAIT(lft_stats(&B).queued == 1, "the writer waiting for room");
     CHECK(write(pipefd[1], "x", 1) == 1); /* a handler that calls, for whoever turns */
     CHECK(pthread_create(&t, NULL, scratch_caller, (void *)(intptr_t)61) == 0);
-    AWAIT(stats().queued == 2, "the second call queued");
-    CHECK(pthread_create(&srv, NULL, echo_server, NULL) == 0);
+    AWAIT(lft_stats(&B).queued == 2, "the second call queued");
+    srv = lft_server_start(echo_server, NULL);
     CHECK_EQ((int)(intptr_t)lft_join(w), 0);
     CHECK_EQ((int)(intptr_t)lft_join(t), 0);
     AWAIT(lft_load(&nested_rc) != -1, "the handler's call");
@@ -531,8 +473,7 @@ static void reused_buffer(void)
     CHECK_EQ(lft_load(&peer_errors), 0); /* every request as it was encoded */
     CHECK_EQ(lft_load(&peer_seen_mask), (1ull << 60) | (1ull << 61) | (1ull << 62));
     CHECK_EQ(lf_reactor_remove(&R, &ph), 0);
-    shutdown(SV[0], SHUT_WR);
-    lft_join(srv);
+    lft_server_end(srv, SV[0]);
     close_pair();
     close(pipefd[0]);
     close(pipefd[1]);

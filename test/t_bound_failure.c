@@ -29,45 +29,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 
-#ifdef LFT_HYBRID
-static lf_reactor R;
-#define MODE "hybrid"
-#else
-#define MODE "bare"
-#endif
-
 static lf_bound B;
-
-static void bound_open(int fd, const struct lf_bound_hooks *h)
-{
-    CHECK_EQ(lf_bound_init(&B, fd, h), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK_EQ(lf_bound_attach(&B, &R), 0);
-#endif
-}
-
-static void bound_close(void)
-{
-    CHECK_EQ(lf_bound_destroy(&B), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_destroy(&R), 0);
-#endif
-}
-
-static void hooks(struct lf_bound_hooks *h)
-{
-    memset(h, 0, sizeof *h);
-    h->header_len = HDR;
-    h->parse_header = lft_parse;
-}
-
-static struct lf_bound_stats bst(void)
-{
-    struct lf_bound_stats s;
-    CHECK_EQ(lf_bound_stats(&B, &s), 0);
-    return s;
-}
 
 static double ms_since(double t0)
 {
@@ -108,9 +70,9 @@ static int replies_survive(void)
     struct lf_bound_hooks h;
     pthread_t t[N1];
 
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    hooks(&h);
-    bound_open(sv[0], &h);
+    lft_pair(sv, 0);
+    lft_hooks(&h);
+    lft_bound_open(&B, sv[0], &h);
     lft_store(&sent1, 0);
     lft_store(&go1, 0);
     for (long i = 0; i < N1; i++)
@@ -137,8 +99,8 @@ static int replies_survive(void)
     if (delivered != N1)
         fprintf(stderr, "replies_survive: %d of %d replies delivered\n", delivered, N1);
     CHECK_EQ(delivered, N1);
-    CHECK_EQ(bst().send_failed, EPIPE);
-    bound_close();
+    CHECK_EQ(lft_stats(&B).send_failed, EPIPE);
+    lft_bound_close(&B);
     close(sv[0]);
     return delivered;
 }
@@ -191,14 +153,14 @@ static double flood(void)
     struct timespec dl;
     double t0, took;
 
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_pair(sv, 0);
     {
         int big = 1 << 20;
         CHECK(setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof big) == 0);
     }
-    hooks(&h);
+    lft_hooks(&h);
     h.parse_header = slow_parse;
-    bound_open(sv[0], &h);
+    lft_bound_open(&B, sv[0], &h);
     lft_store(&flood_stop, 0);
     lft_store(&flood_capped, 0);
     CHECK(pthread_create(&t, NULL, flooder, &sv[1]) == 0);
@@ -213,9 +175,9 @@ static double flood(void)
     shutdown(sv[0], SHUT_RDWR); /* a flooder blocked on a full socket: let it go */
     CHECK(pthread_join(t, NULL) == 0);
     CHECK_EQ(lft_load(&flood_capped), 0); /* it returned while the flood went on */
-    CHECK(bst().skipped > 0);
+    CHECK(lft_stats(&B).skipped > 0);
     lf_bound_ctx_destroy(&c);
-    bound_close();
+    lft_bound_close(&B);
     close(sv[0]);
     close(sv[1]);
     return took - 100.0;
@@ -231,19 +193,19 @@ static void skipped_max_body(void)
     unsigned char buf[16], f[HDR];
     struct timespec dl;
 
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    hooks(&h);
+    lft_pair(sv, 0);
+    lft_hooks(&h);
     h.max_body = 4096;
-    bound_open(sv[0], &h);
+    lft_bound_open(&B, sv[0], &h);
     CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
     CHECK_EQ(lf_bound_expect(&B, &c, 1), 0);
     lft_put_header(f, HB_MAGIC, 0xFFFFFFF0u, 0);
     lft_write_all(sv[1], f, sizeof f);
     CHECK_EQ(lf_deadline_in(&dl, 5000 * 1000000LL), 0);
     CHECK_EQ(lf_bound_join(&B, &c, &dl), EPROTO); /* not ETIMEDOUT */
-    CHECK_EQ(bst().failed, EPROTO);
+    CHECK_EQ(lft_stats(&B).failed, EPROTO);
     lf_bound_ctx_destroy(&c);
-    bound_close();
+    lft_bound_close(&B);
     close(sv[0]);
     close(sv[1]);
 }
@@ -315,25 +277,24 @@ static double pipelined(void)
     pthread_t srv, t[P_THREADS];
     double t0;
 
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_pair(sv, 0);
     for (int i = 0; i < 2; i++) {
         CHECK(setsockopt(sv[i], SOL_SOCKET, SO_SNDBUF, &small, sizeof small) == 0);
         CHECK(setsockopt(sv[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small) == 0);
     }
-    hooks(&h);
-    bound_open(sv[0], &h);
+    lft_hooks(&h);
+    lft_bound_open(&B, sv[0], &h);
     lft_store(&p_done, 0);
-    CHECK(pthread_create(&srv, NULL, blocking_server, &sv[1]) == 0);
+    srv = lft_server_start(blocking_server, &sv[1]);
     t0 = lft_now();
     for (long i = 0; i < P_THREADS; i++)
         CHECK(pthread_create(&t[i], NULL, pipeliner, (void *)i) == 0);
     for (int i = 0; i < P_THREADS; i++)
         CHECK(pthread_join(t[i], NULL) == 0);
     CHECK_EQ(lft_load(&p_done), P_THREADS);
-    CHECK_EQ(bst().replies, (unsigned long long)P_THREADS * P_DEPTH);
-    shutdown(sv[0], SHUT_WR); /* the server reads EOF and ends */
-    CHECK(pthread_join(srv, NULL) == 0);
-    bound_close();
+    CHECK_EQ(lft_stats(&B).replies, (unsigned long long)P_THREADS * P_DEPTH);
+    lft_server_end(srv, sv[0]); /* the server reads EOF and ends */
+    lft_bound_close(&B);
     close(sv[0]);
     close(sv[1]);
     return ms_since(t0);
@@ -349,21 +310,21 @@ static void bad_deadline(void)
     unsigned char buf[16];
     struct timespec bad = {0, 2000000000L};
 
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    hooks(&h);
-    bound_open(sv[0], &h);
+    lft_pair(sv, 0);
+    lft_hooks(&h);
+    lft_bound_open(&B, sv[0], &h);
     CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
     CHECK_EQ(lf_bound_expect(&B, &c, 1), 0);
     CHECK_EQ(lf_bound_join(&B, &c, &bad), EINVAL);
-    CHECK_EQ(bst().in_flight, 0u);              /* given up */
+    CHECK_EQ(lft_stats(&B).in_flight, 0u);              /* given up */
     CHECK_EQ(lf_bound_expect(&B, &c, 2), 0);    /* and free for the next one */
     CHECK_EQ(lf_bound_call(&B, &c, 3, "x", 1, &bad), EINVAL); /* c is busy with 2... */
     CHECK_EQ(lf_bound_cancel(&B, &c), 0);
     CHECK_EQ(lf_bound_join(&B, &c, NULL), ECANCELED);
     CHECK_EQ(lf_bound_call(&B, &c, 3, "x", 1, &bad), EINVAL); /* ...and refused as such */
-    CHECK_EQ(bst().in_flight, 0u);
+    CHECK_EQ(lft_stats(&B).in_flight, 0u);
     lf_bound_ctx_destroy(&c);
-    bound_close();
+    lft_bound_close(&B);
     close(sv[0]);
     close(sv[1]);
 }
@@ -455,16 +416,16 @@ static void text_protocol(void)
     pthread_t srv, t[T_THREADS];
     struct lf_bound_stats s;
 
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_pair(sv, 0);
     memset(&h, 0, sizeof h);
     h.frame_header = text_header;
-    bound_open(sv[0], &h);
-    CHECK(pthread_create(&srv, NULL, text_server, &sv[1]) == 0);
+    lft_bound_open(&B, sv[0], &h);
+    srv = lft_server_start(text_server, &sv[1]);
     for (long i = 0; i < T_THREADS; i++)
         CHECK(pthread_create(&t[i], NULL, text_client, (void *)i) == 0);
     for (int i = 0; i < T_THREADS; i++)
         CHECK(pthread_join(t[i], NULL) == 0);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.replies, (unsigned long long)T_THREADS * T_CALLS);
     CHECK_EQ(s.failed, 0);
 #ifdef LFT_HYBRID
@@ -472,9 +433,8 @@ static void text_protocol(void)
 #else
     CHECK(s.pool.leads > 0);
 #endif
-    shutdown(sv[0], SHUT_WR);
-    CHECK(pthread_join(srv, NULL) == 0);
-    bound_close();
+    lft_server_end(srv, sv[0]);
+    lft_bound_close(&B);
     close(sv[0]);
     close(sv[1]);
 }

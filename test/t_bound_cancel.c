@@ -38,13 +38,6 @@
 
 #include <sys/socket.h>
 
-#ifdef LFT_HYBRID
-static lf_reactor R;
-#define MODE "hybrid"
-#else
-#define MODE "bare"
-#endif
-
 #define REPLY_MAX 1024
 #define BIG (1u << 20) /* part 4's request body */
 
@@ -65,13 +58,6 @@ static unsigned char reply_byte(uint64_t id, size_t i)
 static unsigned char req_byte(uint64_t id, size_t i)
 {
     return (unsigned char)(id * 29u + i * 3u + 1u);
-}
-
-static struct lf_bound_stats bst(void)
-{
-    struct lf_bound_stats s;
-    CHECK_EQ(lf_bound_stats(&B, &s), 0);
-    return s;
 }
 
 /* ------------------------------------------------------------------ the server */
@@ -139,42 +125,31 @@ static void bound_open(int hold)
 {
     struct lf_bound_hooks h;
     int sv[2], small = 16384;
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    /* small buffers: a large request waits for room (parts 4 and 6) */
+    lft_pair(sv, small);
     cli_fd = sv[0];
     srv_fd = sv[1];
-    /* small buffers: a large request waits for room (parts 4 and 6) */
-    CHECK(setsockopt(cli_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small) == 0);
     CHECK(setsockopt(srv_fd, SOL_SOCKET, SO_SNDBUF, &small, sizeof small) == 0);
-    memset(&h, 0, sizeof h);
-    h.header_len = HDR;
-    h.parse_header = lft_parse;
+    lft_hooks(&h);
     h.max_body = REPLY_MAX;
-    CHECK_EQ(lf_bound_init(&B, cli_fd, &h), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_init(&R), 0);
-    CHECK_EQ(lf_bound_attach(&B, &R), 0);
-#endif
+    lft_bound_open(&B, cli_fd, &h);
     lft_store(&srv_hold, hold);
     lft_store(&srv_paused, 0);
     lft_store(&srv_got, 0LL);
     lft_store(&srv_sent, 0LL);
-    CHECK(pthread_create(&srv_th, NULL, server, NULL) == 0);
+    srv_th = lft_server_start(server, NULL);
 }
 
 /* Every part ends here: the bound shuts down and is destroyed (no context left in
  * flight, no thread left in its pool). */
 static void bound_close(void)
 {
-    struct lf_bound_stats s = bst();
+    struct lf_bound_stats s = lft_stats(&B);
     CHECK_EQ(s.pool.leader + s.pool.followers + s.pool.processing, 0u);
     CHECK_EQ(lf_bound_shutdown(&B), 0);
-    CHECK_EQ(lf_bound_destroy(&B), 0);
-#ifdef LFT_HYBRID
-    CHECK_EQ(lf_reactor_destroy(&R), 0);
-#endif
+    lft_bound_close(&B);
     lft_store(&srv_paused, 0);
-    CHECK(shutdown(cli_fd, SHUT_WR) == 0); /* the server sees EOF */
-    CHECK(pthread_join(srv_th, NULL) == 0);
+    lft_server_end(srv_th, cli_fd); /* the server sees EOF */
     close(cli_fd);
     close(srv_fd);
 }
@@ -274,7 +249,7 @@ static void join_ok(struct client *cl, int want)
 /* the bound's pool: one leader, n parked followers (a follower counts from just
  * before it parks: a cancel that comes first acts when it does) */
 #define POOL_IS(lead, fol)                                                              \
-    (bst().pool.leader == (lead) && bst().pool.followers == (fol))
+    (lft_stats(&B).pool.leader == (lead) && lft_stats(&B).pool.followers == (fol))
 
 /* ------------------------------------------------------------------ 1 */
 
@@ -288,14 +263,14 @@ static void leader_cancelled(void)
     start(&b, 102, 20);
     AWAIT(lft_load(&srv_got) == 2 && POOL_IS(1u, 1u), "B follows");
     cancel_and_join(&a);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.cancelled, 1ULL);
     CHECK_EQ(s.in_flight, 1u);
     AWAIT(POOL_IS(1u, 0u), "B leads after A was cancelled");
     answer(101); /* late: nobody waits for it */
     answer(102);
     join_ok(&b, 0);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.replies, 1ULL);
     CHECK_EQ(s.stray, 1ULL);
     CHECK_EQ(s.cancels, 0ULL); /* lf_bound_cancel's count, not this one */
@@ -317,7 +292,7 @@ static void follower_cancelled(void)
     start(&c, 203, 3);
     AWAIT(lft_load(&srv_got) == 3 && POOL_IS(1u, 2u), "C follows");
     cancel_and_join(&b);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.cancelled, 1ULL);
     CHECK_EQ(s.in_flight, 2u);
     CHECK_EQ(s.pool.followers, 1u);
@@ -326,7 +301,7 @@ static void follower_cancelled(void)
     answer(201);
     join_ok(&c, 0);
     join_ok(&a, 0);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.replies, 2ULL);
     CHECK_EQ(s.stray, 1ULL);
     CHECK_EQ(s.in_flight, 0u);
@@ -335,11 +310,21 @@ static void follower_cancelled(void)
 
 /* ------------------------------------------------------------------ 3 */
 
+/* The first half of id's reply (its header and half its body) written, and read by
+ * the leader: returns where the rest starts. */
+static size_t answer_half(uint64_t id, const char *what)
+{
+    unsigned long long reads = lft_stats(&B).reads;
+    size_t half = HDR + reply_len(id) / 2;
+    answer_part(id, 0, half);
+    AWAIT(lft_stats(&B).reads > reads, what);
+    return half;
+}
+
 static void half_read(void)
 {
     struct client a, b, d, e, f;
     struct lf_bound_stats s;
-    unsigned long long reads;
     size_t half;
     bound_open(1);
 
@@ -348,10 +333,7 @@ static void half_read(void)
     AWAIT(lft_load(&srv_got) == 1 && POOL_IS(1u, 0u), "A leads");
     start(&b, 302, 6);
     AWAIT(lft_load(&srv_got) == 2 && POOL_IS(1u, 1u), "B follows");
-    reads = bst().reads;
-    half = HDR + reply_len(302) / 2;
-    answer_part(302, 0, half);
-    AWAIT(bst().reads > reads, "A read half of B's reply");
+    half = answer_half(302, "A read half of B's reply");
     /* whatever A read it took in before it could wait again: the cancel acts
      * in that wait, with the frame half done in the bound's receive state */
     cancel_and_join(&a);
@@ -363,7 +345,7 @@ static void half_read(void)
     answer(301); /* A's, late */
     answer(303);
     join_ok(&d, 0);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.replies, 2ULL);
     CHECK_EQ(s.stray, 1ULL);
     CHECK_EQ(s.cancelled, 1ULL);
@@ -373,16 +355,13 @@ static void half_read(void)
     AWAIT(lft_load(&srv_got) == 4 && POOL_IS(1u, 0u), "E leads");
     start(&f, 305, 9);
     AWAIT(lft_load(&srv_got) == 5 && POOL_IS(1u, 1u), "F follows");
-    reads = bst().reads;
-    half = HDR + reply_len(304) / 2;
-    answer_part(304, 0, half);
-    AWAIT(bst().reads > reads, "E read half of its reply");
+    half = answer_half(304, "E read half of its reply");
     cancel_and_join(&e);
     AWAIT(POOL_IS(1u, 0u), "F leads after E was cancelled");
     answer_part(304, half, 0); /* F skips the rest of it */
     answer(305);
     join_ok(&f, 0);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.replies, 3ULL);
     CHECK_EQ(s.stray, 2ULL); /* 301, and 304 (claimed, then withdrawn) */
     CHECK_EQ(s.cancelled, 2ULL);
@@ -403,9 +382,9 @@ static void send_cancelled(void)
      * far larger than the socket holds) until the server reads */
     AWAIT(lft_readable(srv_fd), "S's first bytes");
     start(&t, 402, 4);
-    AWAIT(bst().in_flight == 2u, "T expects (its request queues behind S's next)");
+    AWAIT(lft_stats(&B).in_flight == 2u, "T expects (its request queues behind S's next)");
     cancel_and_join(&t);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.cancelled, 1ULL);
     CHECK_EQ(s.in_flight, 1u);
     /* S is mid-request: the cancel waits until the request is out whole */
@@ -418,7 +397,7 @@ static void send_cancelled(void)
         CHECK_EQ(sender.rc, -1);
     }
     AWAIT(lft_load(&srv_got) == 1, "S's request, whole");
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.cancelled, 2ULL);
     CHECK_EQ(s.in_flight, 0u);
     CHECK_EQ(s.send_failed, 0);
@@ -428,7 +407,7 @@ static void send_cancelled(void)
     answer(401); /* late */
     answer(403);
     join_ok(&u, 0);
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.replies, 1ULL);
     CHECK_EQ(s.stray, 1ULL);
     bound_close();
@@ -447,7 +426,7 @@ static void shutdown_after(void)
     cancel_and_join(&a);
     CHECK_EQ(lf_bound_shutdown(&B), 0);
     join_ok(&b, ECONNABORTED);
-    CHECK_EQ(bst().in_flight, 0u);
+    CHECK_EQ(lft_stats(&B).in_flight, 0u);
     bound_close(); /* a second shutdown: idempotent */
 }
 
@@ -531,7 +510,7 @@ static void stress(void)
     CHECK_EQ(call_checked(&c, reply, 0xFFFFFFFF00000000ull, req, 0), 0);
     lf_bound_ctx_destroy(&c);
 
-    s = bst();
+    s = lft_stats(&B);
     CHECK_EQ(s.cancelled, (unsigned long long)cancels); /* each cancel acted in a call */
     CHECK_EQ(s.replies + s.stray, (unsigned long long)lft_load(&srv_sent));
     CHECK(s.replies >= (unsigned long long)ok_before + 1ULL);

@@ -135,35 +135,21 @@ struct conn {
     int cli, srv; /* cli: the bound's end; srv: the scripted server's (-1: closed) */
 };
 
-static void hooks_init(struct lf_bound_hooks *h)
-{
-    memset(h, 0, sizeof *h);
-    h->header_len = HDR;
-    h->parse_header = lft_parse;
-}
-
 static void conn_open(struct conn *k, const struct lf_bound_hooks *h)
 {
     int sv[2];
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_pair(sv, 0);
     k->cli = sv[0];
     k->srv = sv[1];
-    CHECK_EQ(lf_bound_init(&k->b, k->cli, h), 0);
+    lft_bound_open(&k->b, k->cli, h);
 }
 
 static void conn_close(struct conn *k)
 {
-    CHECK_EQ(lf_bound_destroy(&k->b), 0);
+    lft_bound_close(&k->b);
     close(k->cli);
     if (k->srv >= 0)
         close(k->srv);
-}
-
-static struct lf_bound_stats bst(lf_bound *b)
-{
-    struct lf_bound_stats s;
-    CHECK_EQ(lf_bound_stats(b, &s), 0);
-    return s;
 }
 
 /* ------------------------------------------------------------------ a client thread
@@ -255,11 +241,11 @@ static void three_waiters(struct conn *k, struct client *a, struct client *b, st
                           size_t cap_b)
 {
     start(a, k, 1, BUFSZ, 0);
-    AWAIT(bst(&k->b).pool.leader == 1, "the first client to lead");
+    AWAIT(lft_stats(&k->b).pool.leader == 1, "the first client to lead");
     start(b, k, 2, cap_b, 0);
     start(c, k, 3, BUFSZ, 0);
-    AWAIT(bst(&k->b).pool.followers == 2, "two clients parked as followers");
-    CHECK_EQ(bst(&k->b).in_flight, 3u);
+    AWAIT(lft_stats(&k->b).pool.followers == 2, "two clients parked as followers");
+    CHECK_EQ(lft_stats(&k->b).in_flight, 3u);
 }
 
 /* ------------------------------------------------------------------ 1. bad input */
@@ -284,8 +270,8 @@ static void bad_input(void)
     int sv[2], dead;
 
     lft_progress();
-    hooks_init(&h);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_hooks(&h);
+    lft_pair(sv, 0);
     k.cli = sv[0];
     k.srv = sv[1];
 
@@ -370,7 +356,7 @@ static void bad_input(void)
     CHECK_EQ(lf_bound_cancel(&k.b, &c2), ENOENT);
     CHECK_EQ(lf_bound_expect(NULL, &c2, 9), EINVAL);
     CHECK_EQ(lf_bound_expect(&k.b, NULL, 9), EINVAL);
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.in_flight, 1u);
     CHECK_EQ(lf_bound_destroy(&k.b), EBUSY); /* c1 is in flight */
 
@@ -406,7 +392,7 @@ static void bad_input(void)
     CHECK_EQ(lf_bound_destroy(&k.b), EBUSY);      /* in flight until collected */
     CHECK_EQ(lf_bound_join(&k.b, &c2, NULL), ECANCELED);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.replies, 2ULL);
     CHECK_EQ(s.own, 2ULL);
     CHECK_EQ(s.handed_off, 0ULL);
@@ -420,13 +406,13 @@ static void bad_input(void)
      * returned (no hang waiting for a reply to a request never sent) */
     CHECK_EQ(lf_bound_send(&k.b, NULL, 5), EINVAL);
     CHECK_EQ(lf_bound_call(&k.b, &c3, 50, NULL, 5, NULL), EINVAL);
-    CHECK_EQ(bst(&k.b).in_flight, 0u);
-    CHECK_EQ(bst(&k.b).cancels, 1ULL); /* withdrawing c3 is not a user's cancel */
+    CHECK_EQ(lft_stats(&k.b).in_flight, 0u);
+    CHECK_EQ(lft_stats(&k.b).cancels, 1ULL); /* withdrawing c3 is not a user's cancel */
     CHECK_EQ(lf_bound_join(&k.b, &c3, NULL), EINVAL); /* collected already */
     CHECK_EQ(lf_bound_expect(&k.b, &c3, 50), 0);      /* c3 and id 50 are free */
     CHECK_EQ(lf_bound_cancel(&k.b, &c3), 0);
     CHECK_EQ(lf_bound_join(&k.b, &c3, NULL), ECANCELED);
-    CHECK_EQ(bst(&k.b).cancels, 2ULL);
+    CHECK_EQ(lft_stats(&k.b).cancels, 2ULL);
     lf_bound_ctx_destroy(&c1);
     lf_bound_ctx_destroy(&c2);
     lf_bound_ctx_destroy(&c3);
@@ -476,7 +462,7 @@ static void timeout_then_late_reply(int mid_body)
     size_t late_n, early_n = mid_body ? HDR + 10 : 0;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     s2_k = &k;
     lft_store(&s2_phase, 0);
@@ -490,12 +476,12 @@ static void timeout_then_late_reply(int mid_body)
         lft_write_all(k.srv, late, early_n);
     AWAIT(lft_load(&s2_phase) >= 1, "the join for id 1 to time out");
     CHECK_EQ(s2_rc1, ETIMEDOUT);
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.timeouts, 1ULL);
     CHECK_EQ(s.replies, 0ULL);
 
     expect_request(k.srv, 2, "req-2"); /* sent after the expect for id 2 */
-    AWAIT(bst(&k.b).pool.leader == 1, "the client to lead for id 2");
+    AWAIT(lft_stats(&k.b).pool.leader == 1, "the client to lead for id 2");
     lft_write_all(k.srv, late + early_n, late_n - early_n); /* the (rest of the) late reply */
     reply(k.srv, 2, 20);
     AWAIT(lft_load(&s2_phase) == 2, "the call for id 2 to return");
@@ -507,7 +493,7 @@ static void timeout_then_late_reply(int mid_body)
     check_buf(s2_buf, s2_c.len, 2, 20);
     lf_bound_ctx_destroy(&s2_c);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.timeouts, 1ULL);
     CHECK_EQ(s.stray, 1ULL);
     CHECK_EQ(s.replies, 1ULL);
@@ -528,22 +514,22 @@ static void cancel_follower_and_leader(void)
     struct lf_bound_stats s;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     three_waiters(&k, &a, &b, &c, BUFSZ);
 
     CHECK_EQ(lf_bound_cancel(&k.b, &b.c), 0); /* a parked follower */
     finish(&b, ECANCELED);
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.cancels, 1ULL);
     CHECK_EQ(s.in_flight, 2u);
 
     lft_sleep_ms(5); /* most likely in poll by now; if not, in it soon */
     CHECK_EQ(lf_bound_cancel(&k.b, &a.c), 0); /* the leader */
     finish(&a, ECANCELED);
-    AWAIT(bst(&k.b).pool.leader == 1 && bst(&k.b).pool.followers == 0,
+    AWAIT(lft_stats(&k.b).pool.leader == 1 && lft_stats(&k.b).pool.followers == 0,
           "the last waiter to lead after the leader was cancelled");
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.cancels, 2ULL);
     CHECK_EQ(s.in_flight, 1u);
 
@@ -556,7 +542,7 @@ static void cancel_follower_and_leader(void)
     check_untouched(&a);
     check_untouched(&b);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.cancels, 2ULL);
     CHECK_EQ(s.stray, 2ULL);
     CHECK_EQ(s.replies, 1ULL);
@@ -581,7 +567,7 @@ static void connection_closed(int how)
     lf_bound_ctx x;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     three_waiters(&k, &a, &b, &c, BUFSZ);
     if (how == 1) {
@@ -591,7 +577,7 @@ static void connection_closed(int how)
         frame(f, MAGIC, how == 2 ? 2 : 1, 50, NULL);
         lft_write_all(k.srv, f, HDR + 20);
         /* the leader reads it before it sees the EOF: the owner is being filled */
-        AWAIT(bst(&k.b).reads >= 1, "the leader to read the partial frame");
+        AWAIT(lft_stats(&k.b).reads >= 1, "the leader to read the partial frame");
     }
     close(k.srv);
     k.srv = -1;
@@ -599,7 +585,7 @@ static void connection_closed(int how)
     finish(&b, ECONNRESET);
     finish(&c, ECONNRESET);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, ECONNRESET);
     CHECK_EQ(s.replies + s.stray + s.refused + s.timeouts + s.cancels + s.skipped, 0ULL);
     CHECK_EQ(s.in_flight, 0u);
@@ -612,7 +598,7 @@ static void connection_closed(int how)
     CHECK_EQ(lf_bound_call(&k.b, &x, 43, "y", 1, NULL), ECONNRESET);
     CHECK_EQ(lf_bound_join(&k.b, &x, NULL), EINVAL); /* nothing was expected */
     lf_bound_ctx_destroy(&x);
-    CHECK_EQ(bst(&k.b).in_flight, 0u);
+    CHECK_EQ(lft_stats(&k.b).in_flight, 0u);
     conn_close(&k);
 }
 
@@ -629,14 +615,14 @@ static void send_fails_connection(void)
     size_t n;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     close(k.srv);
     k.srv = -1;
     CHECK_EQ(lf_bound_ctx_init(&x, buf, sizeof buf, 0), 0);
     n = frame(req, MAGIC, 1, 4, (const unsigned char *)"ping");
     CHECK_EQ(lf_bound_call(&k.b, &x, 1, req, n, NULL), EPIPE);
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.send_failed, EPIPE);
     CHECK_EQ(s.send_failures, 1ULL);
     CHECK_EQ(s.failed, 0);
@@ -662,7 +648,7 @@ static void malformed(int how)
     lf_bound_ctx x;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     h.max_body = 128;
     conn_open(&k, &h);
     three_waiters(&k, &a, &b, &c, BUFSZ);
@@ -679,7 +665,7 @@ static void malformed(int how)
     if (how == 1)
         check_reply(&b, 10);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, EPROTO);
     CHECK_EQ(s.replies, how == 0 ? 0ULL : 1ULL);
     CHECK_EQ(s.stray + s.refused + s.timeouts + s.cancels + s.skipped, 0ULL);
@@ -703,7 +689,7 @@ static void oversize_and_refused(int use_hook)
     size_t n;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     if (use_hook)
         h.read_body = read_body_refusing;
     lft_store(&body_calls, 0LL);
@@ -724,7 +710,7 @@ static void oversize_and_refused(int use_hook)
     check_untouched(&b); /* refused before a byte was copied */
 
     /* the connection is still good, and the leader still waits for its own */
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, 0);
     CHECK_EQ(s.refused, 1ULL);
     CHECK_EQ(s.replies, 1ULL);
@@ -733,12 +719,12 @@ static void oversize_and_refused(int use_hook)
     /* a's reply in two reads: the second part lands at offset 25 */
     n = frame(f, MAGIC, 1, 50, NULL);
     lft_write_all(k.srv, f, HDR + 25);
-    AWAIT(bst(&k.b).reads >= s.reads + 1, "the leader to read the first part of its reply");
+    AWAIT(lft_stats(&k.b).reads >= s.reads + 1, "the leader to read the first part of its reply");
     lft_write_all(k.srv, f + HDR + 25, n - HDR - 25);
     finish(&a, 0);
     check_reply(&a, 50);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, 0);
     CHECK_EQ(s.refused, 1ULL);
     CHECK_EQ(s.replies, 2ULL);
@@ -762,13 +748,13 @@ static void heartbeat_skipped(void)
     unsigned char body[100];
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     h.flags = LF_BOUND_STRICT; /* skipping is not "a reply for nobody" */
     conn_open(&k, &h);
     start(&a, &k, 1, BUFSZ, 0);
-    AWAIT(bst(&k.b).pool.leader == 1, "a to lead");
+    AWAIT(lft_stats(&k.b).pool.leader == 1, "a to lead");
     start(&b, &k, 2, BUFSZ, 0);
-    AWAIT(bst(&k.b).pool.followers == 1, "b to follow");
+    AWAIT(lft_stats(&k.b).pool.followers == 1, "b to follow");
 
     decoy_body(body, sizeof body, 1); /* a heartbeat whose body looks like a's reply */
     send_frame(k.srv, HB_MAGIC, 1, sizeof body, body);
@@ -780,7 +766,7 @@ static void heartbeat_skipped(void)
     check_reply(&b, 12);
     check_reply(&a, 70);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.skipped, 2ULL);
     CHECK_EQ(s.replies, 2ULL);
     CHECK_EQ(s.stray + s.refused + s.timeouts + s.cancels, 0ULL);
@@ -797,7 +783,7 @@ static void strict_unknown_id(void)
     struct lf_bound_stats s;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     h.flags = LF_BOUND_STRICT;
     conn_open(&k, &h);
     three_waiters(&k, &a, &b, &c, BUFSZ);
@@ -808,7 +794,7 @@ static void strict_unknown_id(void)
     finish(&a, EPROTO);
     finish(&b, EPROTO);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, EPROTO);
     CHECK_EQ(s.stray, 1ULL);
     CHECK_EQ(s.replies, 1ULL);
@@ -831,13 +817,13 @@ static int leader_timeout_attempt(long a_ms)
     int parked;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     start(&a, &k, 1, BUFSZ, a_ms);
-    AWAIT(bst(&k.b).pool.leader == 1 || lft_load(&a.done), "a to lead");
+    AWAIT(lft_stats(&k.b).pool.leader == 1 || lft_load(&a.done), "a to lead");
     start(&b, &k, 2, BUFSZ, 0);
     start(&c, &k, 3, BUFSZ, 0);
-    AWAIT((parked = bst(&k.b).pool.followers == 2) || lft_load(&a.done),
+    AWAIT((parked = lft_stats(&k.b).pool.followers == 2) || lft_load(&a.done),
           "b and c to follow (or a to time out first)");
     if (!parked) {
         reply(k.srv, 2, 20);
@@ -850,9 +836,9 @@ static int leader_timeout_attempt(long a_ms)
     }
     /* b and c parked while a led: a times out; the replies are held until then */
     finish(&a, ETIMEDOUT);
-    AWAIT(bst(&k.b).pool.leader == 1 && bst(&k.b).pool.followers == 1,
+    AWAIT(lft_stats(&k.b).pool.leader == 1 && lft_stats(&k.b).pool.followers == 1,
           "a follower to lead after the leader timed out");
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.timeouts, 1ULL);
     CHECK(s.pool.promotions >= 1);
     CHECK_EQ(s.in_flight, 2u);
@@ -864,7 +850,7 @@ static int leader_timeout_attempt(long a_ms)
     check_reply(&c, 30);
     check_untouched(&a);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.timeouts, 1ULL);
     CHECK_EQ(s.replies, 2ULL);
     CHECK_EQ(s.own + s.handed_off, 2ULL);
@@ -931,7 +917,7 @@ static void shutdown_parked(void)
     pthread_t big;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     /* a caller stuck in lf_bound_send: the socket is full, the server does not read */
     big_b = &k.b;
@@ -939,15 +925,15 @@ static void shutdown_parked(void)
     CHECK(pthread_create(&big, NULL, big_caller, NULL) == 0);
     AWAIT(lft_readable(k.srv), "the big request to start arriving");
     start(&cl[0], &k, 100, BUFSZ, 0);
-    AWAIT(bst(&k.b).pool.leader == 1, "the first client to lead");
+    AWAIT(lft_stats(&k.b).pool.leader == 1, "the first client to lead");
     for (int i = 1; i < PARKED; i++)
         start(&cl[i], &k, 100 + (uint64_t)i, BUFSZ, 0);
-    AWAIT(bst(&k.b).pool.followers == PARKED - 1, "the others to park");
+    AWAIT(lft_stats(&k.b).pool.followers == PARKED - 1, "the others to park");
     /* expected, not joined yet */
     CHECK_EQ(lf_bound_ctx_init(&x, bx, sizeof bx, 0), 0);
     CHECK_EQ(lf_bound_expect(&k.b, &x, 1), 0);
 
-    CHECK_EQ(bst(&k.b).in_flight, PARKED + 2u);
+    CHECK_EQ(lft_stats(&k.b).in_flight, PARKED + 2u);
 
     CHECK_EQ(lf_bound_shutdown(&k.b), 0);
     for (int i = 0; i < PARKED; i++)
@@ -967,7 +953,7 @@ static void shutdown_parked(void)
     lf_bound_ctx_destroy(&x);
     lf_bound_ctx_destroy(&y);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, ECANCELED);
     CHECK_EQ(s.cancels, 0ULL); /* shutdown is not lf_bound_cancel */
     CHECK_EQ(s.replies + s.stray + s.refused + s.timeouts + s.skipped, 0ULL);
@@ -1050,7 +1036,7 @@ static void shutdown_under_load(void)
     pthread_t srv;
 
     lft_progress();
-    hooks_init(&h);
+    lft_hooks(&h);
     conn_open(&k, &h);
     echo_fd = k.srv;
     lft_store(&echo_stop, 0);
@@ -1063,7 +1049,7 @@ static void shutdown_under_load(void)
         lft_store(&ld[i].done, 0);
         CHECK(pthread_create(&ld[i].t, NULL, loader_main, &ld[i]) == 0);
     }
-    AWAIT(bst(&k.b).replies >= 200, "200 replies under load");
+    AWAIT(lft_stats(&k.b).replies >= 200, "200 replies under load");
     CHECK_EQ(lf_bound_shutdown(&k.b), 0);
     for (int i = 0; i < LOADERS; i++) {
         AWAIT(lft_load(&ld[i].done), "a loaded client to return after shutdown");
@@ -1074,7 +1060,7 @@ static void shutdown_under_load(void)
     lft_store(&echo_stop, 1);
     CHECK(pthread_join(srv, NULL) == 0);
 
-    s = bst(&k.b);
+    s = lft_stats(&k.b);
     CHECK_EQ(s.failed, ECANCELED);
     CHECK_EQ(s.cancels, 0ULL);
     CHECK_EQ(s.replies, (unsigned long long)load_calls);

@@ -137,6 +137,22 @@ static inline void lft_bound_close(lf_bound *b)
 #endif
 }
 
+/* The bound on a new socketpair sv (lft_pair), and its undoing: the bound closed, then
+ * both ends. */
+static inline void lft_pair_open(lf_bound *b, int sv[2], int sndbuf,
+                                 const struct lf_bound_hooks *h)
+{
+    lft_pair(sv, sndbuf);
+    lft_bound_open(b, sv[0], h);
+}
+
+static inline void lft_pair_close(lf_bound *b, const int sv[2])
+{
+    lft_bound_close(b);
+    close(sv[0]);
+    close(sv[1]);
+}
+
 static inline struct lf_bound_stats lft_stats(lf_bound *b)
 {
     struct lf_bound_stats s;

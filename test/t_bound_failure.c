@@ -70,9 +70,8 @@ static int replies_survive(void)
     struct lf_bound_hooks h;
     pthread_t t[N1];
 
-    lft_pair(sv, 0);
     lft_hooks(&h);
-    lft_bound_open(&B, sv[0], &h);
+    lft_pair_open(&B, sv, 0, &h);
     lft_store(&sent1, 0);
     lft_store(&go1, 0);
     for (long i = 0; i < N1; i++)
@@ -177,9 +176,7 @@ static double flood(void)
     CHECK_EQ(lft_load(&flood_capped), 0); /* it returned while the flood went on */
     CHECK(lft_stats(&B).skipped > 0);
     lf_bound_ctx_destroy(&c);
-    lft_bound_close(&B);
-    close(sv[0]);
-    close(sv[1]);
+    lft_pair_close(&B, sv);
     return took - 100.0;
 }
 
@@ -193,10 +190,9 @@ static void skipped_max_body(void)
     unsigned char buf[16], f[HDR];
     struct timespec dl;
 
-    lft_pair(sv, 0);
     lft_hooks(&h);
     h.max_body = 4096;
-    lft_bound_open(&B, sv[0], &h);
+    lft_pair_open(&B, sv, 0, &h);
     CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
     CHECK_EQ(lf_bound_expect(&B, &c, 1), 0);
     lft_put_header(f, HB_MAGIC, 0xFFFFFFF0u, 0);
@@ -205,9 +201,7 @@ static void skipped_max_body(void)
     CHECK_EQ(lf_bound_join(&B, &c, &dl), EPROTO); /* not ETIMEDOUT */
     CHECK_EQ(lft_stats(&B).failed, EPROTO);
     lf_bound_ctx_destroy(&c);
-    lft_bound_close(&B);
-    close(sv[0]);
-    close(sv[1]);
+    lft_pair_close(&B, sv);
 }
 
 /* ------------------------------------------------------------------ 4 */
@@ -294,9 +288,7 @@ static double pipelined(void)
     CHECK_EQ(lft_load(&p_done), P_THREADS);
     CHECK_EQ(lft_stats(&B).replies, (unsigned long long)P_THREADS * P_DEPTH);
     lft_server_end(srv, sv[0]); /* the server reads EOF and ends */
-    lft_bound_close(&B);
-    close(sv[0]);
-    close(sv[1]);
+    lft_pair_close(&B, sv);
     return ms_since(t0);
 }
 
@@ -310,9 +302,8 @@ static void bad_deadline(void)
     unsigned char buf[16];
     struct timespec bad = {0, 2000000000L};
 
-    lft_pair(sv, 0);
     lft_hooks(&h);
-    lft_bound_open(&B, sv[0], &h);
+    lft_pair_open(&B, sv, 0, &h);
     CHECK_EQ(lf_bound_ctx_init(&c, buf, sizeof buf, 0), 0);
     CHECK_EQ(lf_bound_expect(&B, &c, 1), 0);
     CHECK_EQ(lf_bound_join(&B, &c, &bad), EINVAL);
@@ -324,9 +315,7 @@ static void bad_deadline(void)
     CHECK_EQ(lf_bound_call(&B, &c, 3, "x", 1, &bad), EINVAL); /* ...and refused as such */
     CHECK_EQ(lft_stats(&B).in_flight, 0u);
     lf_bound_ctx_destroy(&c);
-    lft_bound_close(&B);
-    close(sv[0]);
-    close(sv[1]);
+    lft_pair_close(&B, sv);
 }
 
 /* A text protocol: "ID LEN\n" and LEN body bytes. */
@@ -416,10 +405,9 @@ static void text_protocol(void)
     pthread_t srv, t[T_THREADS];
     struct lf_bound_stats s;
 
-    lft_pair(sv, 0);
     memset(&h, 0, sizeof h);
     h.frame_header = text_header;
-    lft_bound_open(&B, sv[0], &h);
+    lft_pair_open(&B, sv, 0, &h);
     srv = lft_server_start(text_server, &sv[1]);
     for (long i = 0; i < T_THREADS; i++)
         CHECK(pthread_create(&t[i], NULL, text_client, (void *)i) == 0);
@@ -434,9 +422,7 @@ static void text_protocol(void)
     CHECK(s.pool.leads > 0);
 #endif
     lft_server_end(srv, sv[0]);
-    lft_bound_close(&B);
-    close(sv[0]);
-    close(sv[1]);
+    lft_pair_close(&B, sv);
 }
 
 int main(void)

@@ -60,20 +60,12 @@ static int with_read_body;
 static void open_pair(int sndbuf)
 {
     struct lf_bound_hooks h;
-    lft_pair(SV, sndbuf);
     lft_hooks(&h);
     h.parse_header = parse;
     h.flags = LF_BOUND_IN_ORDER;
     if (with_read_body)
         h.read_body = checked_body;
-    lft_bound_open(&B, SV[0], &h);
-}
-
-static void close_pair(void)
-{
-    lft_bound_close(&B);
-    close(SV[0]);
-    close(SV[1]);
+    lft_pair_open(&B, SV, sndbuf, &h);
 }
 
 /* The server: skips the junk, then answers each request in order with its body and
@@ -185,7 +177,7 @@ static void storm(int n)
     CHECK_EQ(lft_stats(&B).replies, (unsigned long long)n * NT);
     CHECK_EQ(lft_stats(&B).stray, 0ull);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 
 static lf_bound_ctx held;
@@ -228,7 +220,7 @@ static void held_back(long ms)
     CHECK_EQ(lft_stats(&B).replies, 20ull);
     lf_bound_ctx_destroy(&held);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 
 /* 4 */
@@ -251,7 +243,7 @@ static void no_reply(void)
     CHECK_EQ(lft_stats(&B).replies, 10ull);
     lf_bound_ctx_destroy(&c);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 
 /* 5 */
@@ -284,7 +276,7 @@ static void queued(void)
     CHECK_EQ(lft_stats(&B).replies, 3ull * NT);
     CHECK_EQ(lft_stats(&B).stray, 0ull);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 
 /* 6 */
@@ -298,7 +290,7 @@ static void misuse(void)
     CHECK_EQ(lf_bound_call(&B, &c, 1, NULL, 0, NULL), EINVAL);
     CHECK_EQ(lft_stats(&B).in_flight, 0u);
     lf_bound_ctx_destroy(&c);
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 
 #ifdef LFT_HYBRID
@@ -326,7 +318,7 @@ static void unsolicited(void)
     CHECK_EQ(lf_reactor_stop(&R), 0);
     lft_join(rt);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 #endif
 
@@ -347,7 +339,7 @@ static void out_of_step(void)
     CHECK_EQ(call(&c, 'E', 10, 2, 60000), EPROTO);
     lf_bound_ctx_destroy(&c);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
     with_read_body = 0;
 }
 
@@ -377,7 +369,7 @@ static void shutdown_race(int rounds)
         CHECK_EQ(lft_stats(&B).in_flight, 0u);
         CHECK_EQ(lft_stats(&B).queued, 0u);
         lft_server_end(srv, SV[0]);
-        close_pair();
+        lft_pair_close(&B, SV);
     }
 }
 

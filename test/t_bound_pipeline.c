@@ -55,16 +55,8 @@ static void fill_body(unsigned char *p, uint64_t id)
 static void open_pair(int sndbuf)
 {
     struct lf_bound_hooks h;
-    lft_pair(SV, sndbuf);
     lft_hooks(&h);
-    lft_bound_open(&B, SV[0], &h);
-}
-
-static void close_pair(void)
-{
-    lft_bound_close(&B);
-    close(SV[0]);
-    close(SV[1]);
+    lft_pair_open(&B, SV, sndbuf, &h);
 }
 
 /* The peer: skips the junk, then reads requests and echoes each body under its id,
@@ -180,7 +172,7 @@ static unsigned long long batched(void)
     lft_server_end(srv, SV[0]); /* the peer sees EOF */
     CHECK_EQ(lft_load(&peer_errors), 0);
     CHECK_EQ(lft_load(&peer_frames), NT);
-    close_pair();
+    lft_pair_close(&B, SV);
     return st.writes;
 }
 
@@ -219,7 +211,7 @@ static void taken_back(void)
     CHECK_EQ(lft_load(&peer_errors), 0);
     CHECK_EQ(lft_load(&peer_frames), 2);
     CHECK_EQ(lft_load(&peer_seen_mask), (1ull << 20) | (1ull << 22)); /* never 21 */
-    close_pair();
+    lft_pair_close(&B, SV);
 }
 
 /* 3 */
@@ -294,7 +286,7 @@ static int cut(void)
     k[0].id = 40; /* later calls: EPIPE at once */
     caller(&k[0]);
     CHECK_EQ(k[0].rc, EPIPE);
-    close_pair();
+    lft_pair_close(&B, SV);
     free(big);
     return (int)queued_max;
 }
@@ -328,7 +320,7 @@ static double storm(unsigned long long *writes)
     lft_server_end(srv, SV[0]);
     CHECK_EQ(lft_load(&peer_errors), 0);
     CHECK_EQ(lft_load(&peer_frames), n * NT);
-    close_pair();
+    lft_pair_close(&B, SV);
     *writes = st.writes;
     return (double)n * NT / (double)st.writes;
 }
@@ -403,7 +395,7 @@ static void not_held(void)
     lft_join(peer);
     CHECK_EQ(lft_stats(&B).send_failures, 0ull);
     CHECK_EQ(lft_stats(&B).queued, 0u);
-    close_pair();
+    lft_pair_close(&B, SV);
     free(big);
 }
 
@@ -474,7 +466,7 @@ static void reused_buffer(void)
     CHECK_EQ(lft_load(&peer_seen_mask), (1ull << 60) | (1ull << 61) | (1ull << 62));
     CHECK_EQ(lf_reactor_remove(&R, &ph), 0);
     lft_server_end(srv, SV[0]);
-    close_pair();
+    lft_pair_close(&B, SV);
     close(pipefd[0]);
     close(pipefd[1]);
 }

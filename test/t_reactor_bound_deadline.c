@@ -12,7 +12,7 @@
  * with the short one: the test asserts which deadline ended a wait, not how fast. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
-#include "lf_test.h"
+#include "lf_frames.h"
 
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -22,16 +22,6 @@ static lf_bound b;
 static long long inner_ms; /* the handler's inner deadline */
 static LFT_ATOMIC(int) inner_rc = -1, inner_depth = -1, inner_done;
 static LFT_ATOMIC(long long) inner_waited_ms = -1;
-
-static int parse(void *u, const unsigned char *h, uint64_t *id, size_t *len)
-{
-    uint32_t l;
-    (void)u;
-    memcpy(id, h, 8);
-    memcpy(&l, h + 8, 4);
-    *len = l;
-    return 0;
-}
 
 static int on_ev(lf_handler *h, int fd, uint32_t ev)
 {
@@ -128,13 +118,11 @@ int main(void)
     pthread_t st;
 
     lft_start("t_reactor_bound_deadline", 60);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    CHECK_EQ(lf_reactor_init(&r), 0);
+    lft_pair(sv, 0);
     memset(&k, 0, sizeof k);
     k.header_len = 12;
-    k.parse_header = parse;
-    CHECK_EQ(lf_bound_init(&b, sv[0], &k), 0);
-    CHECK_EQ(lf_bound_attach(&b, &r), 0);
+    k.parse_header = lft_parse_short;
+    lft_hybrid_open(&b, &r, sv[0], &k);
     CHECK(pthread_create(&st, NULL, server, &sv[1]) == 0);
 
     run(&handlers[0], "A (outer 300 ms, inner 60 s)", 300, 60000, ETIMEDOUT);
@@ -143,8 +131,7 @@ int main(void)
     shutdown(sv[0], SHUT_RDWR);
     CHECK(pthread_join(st, NULL) == 0);
     CHECK_EQ(lf_reactor_stop(&r), 0);
-    CHECK_EQ(lf_bound_destroy(&b), 0);
-    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    lft_hybrid_close(&b, &r);
     close(sv[0]);
     close(sv[1]);
     printf("t_reactor_bound_deadline: ok\n");

@@ -7,7 +7,7 @@
  * the bound completes. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
-#include "lf_test.h"
+#include "lf_frames.h"
 
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -16,16 +16,6 @@ static lf_reactor r;
 static lf_bound b;
 static int peer;
 static LFT_ATOMIC(int) inner_rc = -1;
-
-static int parse(void *u, const unsigned char *h, uint64_t *id, size_t *len)
-{
-    uint32_t l;
-    (void)u;
-    memcpy(id, h, 8);
-    memcpy(&l, h + 8, 4);
-    *len = l;
-    return 0;
-}
 
 static int on_ev(lf_handler *h, int fd, uint32_t ev)
 {
@@ -91,14 +81,12 @@ int main(void)
     uint64_t one = 1;
 
     lft_start("t_reactor_bound_nested", 30);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_pair(sv, 0);
     peer = sv[1];
-    CHECK_EQ(lf_reactor_init(&r), 0);
     memset(&k, 0, sizeof k);
     k.header_len = 12;
-    k.parse_header = parse;
-    CHECK_EQ(lf_bound_init(&b, sv[0], &k), 0);
-    CHECK_EQ(lf_bound_attach(&b, &r), 0);
+    k.parse_header = lft_parse_short;
+    lft_hybrid_open(&b, &r, sv[0], &k);
     CHECK((efd = eventfd(0, EFD_NONBLOCK)) >= 0);
     lf_handler_init(&h, on_ev, NULL);
     CHECK_EQ(lf_reactor_register(&r, &h, efd, LF_EV_READ), 0);
@@ -122,8 +110,7 @@ int main(void)
     shutdown(sv[0], SHUT_RDWR);
     CHECK(pthread_join(st, NULL) == 0);
     CHECK_EQ(lf_reactor_stop(&r), 0);
-    CHECK_EQ(lf_bound_destroy(&b), 0);
-    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    lft_hybrid_close(&b, &r);
     close(sv[1]);
     printf("t_reactor_bound_nested %s: an 8 MiB send waited for room and ran no handler; "
            "the handler ran in the join, its call completed\n", lf_reactor_backend_name());

@@ -163,11 +163,9 @@ static int on_request(lf_handler *h, int fd, uint32_t ev)
 static void setup(int levels, int answer, int hold, int deaf)
 {
     struct lf_bound_hooks k;
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_pair(sv, 0);
     CHECK_EQ(lf_reactor_init(&r), 0);
-    memset(&k, 0, sizeof k);
-    k.header_len = HDR;
-    k.parse_header = lft_parse;
+    lft_hooks(&k);
     CHECK_EQ(lf_bound_init(&b, sv[0], &k), 0);
     CHECK_EQ(lf_bound_set_nest_max(&b, levels), 0);
     CHECK_EQ(lf_bound_attach(&b, &r), 0);

@@ -215,24 +215,13 @@ static void *runner(void *arg)
     return NULL;
 }
 
-static struct lf_bound_stats bst(void)
-{
-    struct lf_bound_stats s;
-    CHECK_EQ(lf_bound_stats(&b, &s), 0);
-    return s;
-}
-
 /* A socketpair, the bound on sv[0] (hybrid: attached, and `runners` threads in
  * lf_reactor_run), the peer on sv[1]. */
 static void up(int hybrid, int runners, int sndbuf, int reading, int answer)
 {
     struct lf_bound_hooks hooks;
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-    if (sndbuf)
-        CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf) == 0);
-    memset(&hooks, 0, sizeof hooks);
-    hooks.header_len = HDR;
-    hooks.parse_header = lft_parse;
+    lft_pair(sv, sndbuf);
+    lft_hooks(&hooks);
     CHECK_EQ(lf_bound_init(&b, sv[0], &hooks), 0);
     nrunners = 0;
     if (hybrid) {
@@ -264,7 +253,7 @@ static void stop(int hybrid)
 
 static void down(int hybrid)
 {
-    CHECK_EQ(bst().in_flight, 0u);
+    CHECK_EQ(lft_stats(&b).in_flight, 0u);
     CHECK_EQ(lf_bound_destroy(&b), 0);
     if (hybrid)
         CHECK_EQ(lf_reactor_destroy(&r), 0);
@@ -305,7 +294,7 @@ static void a_round(int hybrid, int runners, int first)
     case F_SEND: rc = lf_bound_send(&b, req, n); break;
     case F_SEND_UNTIL: rc = lf_bound_send_until(&b, req, n, &dl); break;
     case F_CALL: rc = lf_bound_call(&b, &c, 100, req, n, NULL); break;
-    default: rc = bst().failed; break; /* stats say so before any call */
+    default: rc = lft_stats(&b).failed; break; /* stats say so before any call */
     }
     if (rc != ECANCELED)
         fprintf(stderr, "A (%s, %d runners): first call after the stop, %s: %d\n",
@@ -317,7 +306,7 @@ static void a_round(int hybrid, int runners, int first)
     CHECK_EQ(lf_bound_call(&b, &c, 102, req, n, NULL), ECANCELED);
     CHECK_EQ(lf_bound_call(&b, &c, 103, req, n, &dl), ECANCELED);
     {
-        struct lf_bound_stats s = bst();
+        struct lf_bound_stats s = lft_stats(&b);
         CHECK_EQ(s.failed, ECANCELED);
         CHECK_EQ(s.in_flight, 0u);
         CHECK_EQ(s.cancels, 0ULL); /* a stop is not lf_bound_cancel */
@@ -423,7 +412,7 @@ static void b_round(int hybrid, int cut)
     if (cut)
         AWAIT(lft_readable(sv[1]), "the big request to start arriving");
     else
-        AWAIT(lft_load(&pr.whole) == 1 && bst().in_flight == 2,
+        AWAIT(lft_load(&pr.whole) == 1 && lft_stats(&b).in_flight == 2,
               "the peer to hold the request, its caller to wait");
     stop(hybrid);
     CHECK(pthread_join(t, NULL) == 0);
@@ -437,7 +426,7 @@ static void b_round(int hybrid, int cut)
     CHECK_EQ(lf_bound_call(&b, &b_ctx, 6, req, request(req, 6, 8), NULL), ECANCELED);
     CHECK_EQ(lf_bound_send(&b, req, request(req, 6, 8)), ECANCELED);
     lf_bound_ctx_destroy(&b_ctx);
-    s = bst();
+    s = lft_stats(&b);
     CHECK_EQ(s.failed, ECANCELED);
     CHECK_EQ(s.cancels, 0ULL);
     CHECK_EQ(s.send_failures, (unsigned long long)cut); /* the cut-off request */
@@ -554,7 +543,7 @@ static void c_round(int hybrid, unsigned long long seed)
     lft_store(&stopped, 1);
     for (int i = 0; i < SENDERS; i++)
         CHECK(pthread_join(snd[i].t, NULL) == 0);
-    s = bst();
+    s = lft_stats(&b);
     CHECK_EQ(s.failed, ECANCELED);
     CHECK_EQ(s.cancels, 0ULL);
     down(hybrid);

@@ -122,21 +122,17 @@ static void run(int shuffle)
 
     shuffled = shuffle;
     lft_store(&ok_replies, 0LL);
-    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    lft_hooks(&hooks);
+    hooks.max_body = 4096;
+    lft_pair_open(&b, sv, 0, &hooks);
     cli_fd = sv[0];
     srv_fd = sv[1];
-    memset(&hooks, 0, sizeof hooks);
-    hooks.header_len = HDR;
-    hooks.parse_header = lft_parse;
-    hooks.max_body = 4096;
-    CHECK_EQ(lf_bound_init(&b, cli_fd, &hooks), 0);
-    CHECK(pthread_create(&srv, NULL, server, NULL) == 0);
+    srv = lft_server_start(server, NULL);
     for (long i = 0; i < THREADS; i++)
         CHECK(pthread_create(&th[i], NULL, client, (void *)i) == 0);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
-    CHECK(shutdown(cli_fd, SHUT_WR) == 0); /* the server sees EOF and returns */
-    CHECK(pthread_join(srv, NULL) == 0);
+    lft_server_end(srv, cli_fd); /* the server sees EOF and returns */
 
     CHECK_EQ(lft_load(&ok_replies), (long long)total);
     CHECK_EQ(lf_bound_stats(&b, &s), 0);
@@ -152,9 +148,7 @@ static void run(int shuffle)
      * seen once in CI under ASan), so there is nothing to require. */
     if (shuffle)
         CHECK(s.handed_off > 0);
-    CHECK_EQ(lf_bound_destroy(&b), 0);
-    close(cli_fd);
-    close(srv_fd);
+    lft_pair_close(&b, sv);
     printf("t_bound_replies %s/%s %s: %llu replies exactly once; per reply: %.3f hand-offs "
            "(%.1f%% read by their own waiter), %.3f promotions, %.3f reads\n",
            lf_promote_name(), lf_sync_name(), shuffle ? "shuffled" : "in order", total,

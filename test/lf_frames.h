@@ -85,7 +85,6 @@ static inline int lft_read_all(int fd, void *p, size_t n)
     return 1;
 }
 
-
 /* n bytes read and dropped (the filler lft_fill_socket left before the requests): 1,
  * or 0 when the peer hung up first, as lft_read_all. */
 static inline int lft_skip(int fd, size_t n)
@@ -212,7 +211,7 @@ static inline size_t lft_fill_socket(int fd)
     return junk;
 }
 
-/* An in-test server thread: fn(arg), serving until it reads EOF. */
+/* An in-test server thread running fn(arg); most serve until they read EOF. */
 static inline pthread_t lft_server_start(void *(*fn)(void *), void *arg)
 {
     pthread_t t;

@@ -73,17 +73,19 @@ mkdir -p "$build" "$results"
 build=$(cd "$build" && pwd)
 gw_bin=$build
 started=$(date +%s)
-# shellcheck source=bench/memc_server.sh # (memc_need, memc_start, memc_stop)
+# shellcheck source=bench/daemon.sh # (daemon_need, and what memc_server.sh uses)
+. "$here/daemon.sh"
+# shellcheck source=bench/memc_server.sh # (memc_start, memc_stop)
 . "$here/memc_server.sh"
 # shellcheck source=bench/gw_run.sh # (gw_start, gw_stop, gw_load_*, gw_stall, gw_kill)
 . "$here/gw_run.sh"
 
 # -- what it needs (Debian, as root) ---------------------------------------------------
-memc_need memcached memcached "$build/apt.log" || exit 1
+daemon_need memcached memcached "$build/apt.log" || exit 1
 pkg-config --exists liburcu-memb 2>/dev/null ||
     { echo "bench: gw: liburcu not found (apt-get install liburcu-dev pkg-config)" >&2; exit 1; }
-memc_need /usr/include/uv.h libuv1-dev "$build/apt.log" || true
-memc_need /usr/include/boost/asio.hpp libboost-dev "$build/apt.log" || true
+daemon_need /usr/include/uv.h libuv1-dev "$build/apt.log" || true
+daemon_need /usr/include/boost/asio.hpp libboost-dev "$build/apt.log" || true
 
 # -- build -------------------------------------------------------------------------------
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -Wall -Wextra -I$root -I$here"

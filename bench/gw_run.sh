@@ -1,7 +1,7 @@
 # shellcheck shell=sh disable=SC2034,SC2154 # sets and reads its sourcer's variables
-# bench/gw_run.sh - sourced by bench/gw.sh and test/gateway.sh, after
-# bench/memc_server.sh (memc_port, memc_pid): run a gateway, drive it, break memcached
-# under it. POSIX sh.
+# bench/gw_run.sh - sourced by bench/gw.sh and test/gateway.sh, after bench/daemon.sh
+# and bench/memc_server.sh (memc_port, memc_pid): run a gateway, drive it, break
+# memcached under it. POSIX sh.
 #
 #   gw_start OUT CMD...     start a gateway (CMD with all its options) in the
 #                           background, stdout to OUT, stderr to OUT.err; wait (30 s at
@@ -101,7 +101,7 @@ memc_restart() {
     memc_pid=$!
     i=0
     while [ $i -lt 100 ]; do
-        memc__listening "$memc_pid" "$memc_port" && return 0
+        daemon_listening "$memc_pid" "$memc_port" && return 0
         sleep 0.05
         i=$((i + 1))
     done

@@ -34,11 +34,13 @@ results=$here/results
 mkdir -p "$build" "$results"
 build=$(cd "$build" && pwd)
 started=$(date +%s)
+# shellcheck source=bench/daemon.sh # (daemon_need, and what memc_server.sh uses)
+. "$here/daemon.sh"
 # shellcheck source=bench/memc_server.sh # (sets memc_port, memc_pid)
 . "$here/memc_server.sh"
 
-memc_need memcached memcached "$build/apt.log" || exit 1
-memc_need /usr/include/libmemcached/memcached.h libmemcached-dev "$build/apt.log" || true
+daemon_need memcached memcached "$build/apt.log" || exit 1
+daemon_need /usr/include/libmemcached/memcached.h libmemcached-dev "$build/apt.log" || true
 
 # -- build ---------------------------------------------------------------------------
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -I$root -I$here"

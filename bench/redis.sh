@@ -35,11 +35,13 @@ results=$here/results
 mkdir -p "$build" "$results"
 build=$(cd "$build" && pwd)
 started=$(date +%s)
+# shellcheck source=bench/daemon.sh # (daemon_need, and what redis_server.sh uses)
+. "$here/daemon.sh"
 # shellcheck source=bench/redis_server.sh # (sets redis_port, redis_pid)
 . "$here/redis_server.sh"
 
-redis_need redis-server redis-server "$build/apt.log" || exit 1
-redis_need /usr/include/hiredis/hiredis.h libhiredis-dev "$build/apt.log" || true
+daemon_need redis-server redis-server "$build/apt.log" || exit 1
+daemon_need /usr/include/hiredis/hiredis.h libhiredis-dev "$build/apt.log" || true
 
 # -- build ---------------------------------------------------------------------------
 cflags="-std=c11 -D_POSIX_C_SOURCE=200809L -O2 -Wall -Wextra -I$root -I$here"

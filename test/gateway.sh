@@ -27,11 +27,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
 gw_bin=$build
+# shellcheck source=bench/daemon.sh
+. "$root/bench/daemon.sh"
 # shellcheck source=bench/memc_server.sh
 . "$root/bench/memc_server.sh"
 # shellcheck source=bench/gw_run.sh
 . "$root/bench/gw_run.sh"
-memc_need memcached memcached "$build/apt.log"
+daemon_need memcached memcached "$build/apt.log"
 
 strict="-std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Wpedantic -Werror -I$root -I$root/bench"
 san="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all"

@@ -29,8 +29,11 @@ if [ "${3-}" = full ]; then bins="$bins t_memcached.asan t_memcached.fifo"; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
+# shellcheck source=bench/daemon.sh # (daemon_need, and what memc_server.sh uses)
+. "$root/bench/daemon.sh"
+# shellcheck source=bench/memc_server.sh # (memc_start, memc_restart, memc_stop)
 . "$root/bench/memc_server.sh"
-memc_need memcached memcached "$build/apt.log"
+daemon_need memcached memcached "$build/apt.log"
 
 base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
 strict="$base -I$root" # memc.h includes "lf_conn.h" (beside it), which includes

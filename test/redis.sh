@@ -29,9 +29,11 @@ if [ "${3-}" = full ]; then bins="$bins t_redis.tsan t_redis.asan t_redis.fifo";
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
-# shellcheck source=bench/redis_server.sh # (redis_need, redis_start, redis_restart, redis_stop)
+# shellcheck source=bench/daemon.sh # (daemon_need, and what redis_server.sh uses)
+. "$root/bench/daemon.sh"
+# shellcheck source=bench/redis_server.sh # (redis_start, redis_restart, redis_stop)
 . "$root/bench/redis_server.sh"
-redis_need redis-server redis-server "$build/apt.log"
+daemon_need redis-server redis-server "$build/apt.log"
 
 base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
 strict="$base -I$root" # redis.h includes "lf_conn.h" (beside it), which includes

@@ -39,6 +39,8 @@ started=$(date +%s)
 . "$here/daemon.sh"
 # shellcheck source=bench/redis_server.sh # (sets redis_port, redis_pid)
 . "$here/redis_server.sh"
+# shellcheck source=bench/kv_bench.sh # (kv_rows, kv_rounds, kv_summary, kv_plot)
+. "$here/kv_bench.sh"
 
 daemon_need redis-server redis-server "$build/apt.log" || exit 1
 daemon_need /usr/include/hiredis/hiredis.h libhiredis-dev "$build/apt.log" || true
@@ -59,84 +61,15 @@ fi
 # shellcheck disable=SC2086
 $cc $cflags -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/redis_bench.fifo" "$here/redis_bench.c" -pthread
 
-# -- the rows ------------------------------------------------------------------------
-rows=$build/redis.rows
-: >"$rows"
-for t in $threads; do
-    for v in $variants; do
-        echo "$v $t" >>"$rows"
-    done
-done
-nrows=$(wc -l <"$rows")
-
+# -- the runs ------------------------------------------------------------------------
+kv_rows redis "$variants"
 trap redis_stop EXIT INT TERM
 redis_start "$build"
-raw=$results/redis.raw
-: >"$raw"
-failed=0
-round=1
-while [ "$round" -le "$rounds" ]; do
-    echo "bench: redis round $round of $rounds ($nrows rows, ${secs}s each), redis-server on port $redis_port" >&2
-    skip=$(((round - 1) % nrows))
-    { tail -n +$((skip + 1)) "$rows"; head -n "$skip" "$rows"; } >"$rows.order"
-    while read -r v t; do
-        bin=$build/redis_bench mode=$v
-        [ "$v" = bound.fifo ] && bin=$build/redis_bench.fifo mode=bound
-        if line=$("$bin" -m "$mode" -p "$redis_port" -t "$t" -d "$secs" -W "$warm"); then :; else
-            echo "bench: redis: $v with $t threads failed ($line)" >&2
-            failed=1
-        fi
-        [ -n "$line" ] || continue
-        line="name=$v $line"
-        echo "round=$round $line" >>"$raw"
-        echo "$line" | awk '{
-            for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-            printf "  %-13s %3d threads %9.0f req/s  p99 %8.1f us  %3d conns\n",
-                v["name"], v["threads"], v["rps"], v["p99_us"], v["conns"] }' >&2
-    done <"$rows.order"
-    round=$((round + 1))
-done
+kv_rounds redis redis-server "$redis_port" 13
 redis_stop
 
 # -- summarize -----------------------------------------------------------------------
-awk -v out="$results/redis.csv" '
-function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] + 0 > a[j] + 0; j--) {
-        t = a[j]; a[j] = a[j-1]; a[j-1] = t }
-    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-{
-    delete f
-    for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-    k = f["name"] SUBSEP f["threads"]
-    if (!(k in runs)) { order[++n] = k }
-    runs[k]++
-    rps[k] = rps[k] " " f["rps"]; p50[k] = p50[k] " " f["p50_us"]
-    p99[k] = p99[k] " " f["p99_us"]; conns[k] = conns[k] " " f["conns"]
-    err[k] += f["errors"]
-    if (runs[k] == 1 || f["rps"] + 0 < lo[k]) lo[k] = f["rps"] + 0
-    if (runs[k] == 1 || f["rps"] + 0 > hi[k]) hi[k] = f["rps"] + 0
-}
-END {
-    print "variant,threads,runs,rps,rps_spread,p50_us,p99_us,conns,rps_vs_hiredis,errors" > out
-    printf "%-13s %7s %10s %7s %9s %9s %6s %10s\n", "", "threads", "req/s", "spread", "p50 us",
-        "p99 us", "conns", "vs hiredis" > "/dev/stderr"
-    for (i = 1; i <= n; i++) {
-        k = order[i]; split(k, vt, SUBSEP)
-        m = median(rps[k]); hk = "hiredis" SUBSEP vt[2]
-        ratio = (hk in rps) ? sprintf("%.2f", m / median(rps[hk])) : ""
-        printf "%s,%s,%d,%.0f,%.3f,%.1f,%.1f,%d,%s,%d\n", vt[1], vt[2], runs[k], m,
-            (m > 0 ? (hi[k] - lo[k]) / m : 0), median(p50[k]), median(p99[k]), median(conns[k]),
-            ratio, err[k] >> out
-        printf "%-13s %7s %10.0f %6.0f%% %9.1f %9.1f %6d %10s\n", vt[1], vt[2], m,
-            (m > 0 ? 100 * (hi[k] - lo[k]) / m : 0), median(p50[k]), median(p99[k]),
-            median(conns[k]), ratio > "/dev/stderr"
-    }
-}' "$raw"
-if command -v gnuplot >/dev/null; then
-    gnuplot -e "dir='$results'" "$here/redis.gp" 2>"$build/redis.gnuplot.log" ||
-        echo "bench: redis: gnuplot failed (see $build/redis.gnuplot.log)" >&2
-fi
+kv_summary redis hiredis 13 10
+kv_plot redis
 echo "bench: redis.sh took $(($(date +%s) - started)) s; machine: $(nproc) CPUs, $(uname -r)" >&2
-exit "$failed"
+exit "$kv_failed"

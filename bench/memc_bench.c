@@ -17,7 +17,9 @@
  * Workload (the same for each): KEYS keys of 64-byte values, stored before the run;
  * each thread loops over random keys, 90% get and 10% set, closed loop (its next
  * request leaves when its reply is in). Every get is checked (64 bytes, written for
- * that key); any failure is counted as an error and makes the exit status 1.
+ * that key); any failure is counted as an error and makes the exit status 1. The
+ * load, its window and its line are bench/kv_load.h's, which redis_bench.c runs too:
+ * this file is the three ways of making a request.
  *
  *   memc_bench -m bound|pool|mutex -p PORT [-t THREADS] [-d SECS] [-W WARM_SECS]
  *
@@ -27,8 +29,8 @@
  * window, counted in /proc/self/fd: what each variant really holds open), ops, errors.
  */
 #include "memc.h"
+#include "kv_load.h"
 
-#include <dirent.h>
 #include <stdio.h>
 
 #ifdef MEMC_WITH_LIBMEMCACHED
@@ -36,16 +38,10 @@
 #include <libmemcachedutil-1.0/pool.h>
 #endif
 
-#define KEYS 1000
-#define VLEN 64
-
 enum { V_BOUND, V_POOL, V_MUTEX };
+static const char *const variant_name[] = {"bound", "pool", "mutex"};
 
-static int variant, port, nthreads = 8;
-static double secs = 2, warm = 0.5;
-static atomic_int phase; /* 0 warm-up, 1 measuring, 2 stop */
-static atomic_llong errors;
-
+static int variant;
 static memc M; /* bound */
 static struct { /* mutex */
     pthread_mutex_t lock;
@@ -55,41 +51,6 @@ static struct { /* mutex */
 #ifdef MEMC_WITH_LIBMEMCACHED
 static memcached_pool_st *P; /* pool */
 #endif
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static void key_of(char *key, size_t cap, unsigned k)
-{
-    snprintf(key, cap, "bench:%u", k);
-}
-
-/* the value stored under key k: its number, then filler (any writer writes the same) */
-static void value_of(unsigned char *v, unsigned k)
-{
-    memset(v, 'v', VLEN);
-    snprintf((char *)v, VLEN, "%u:", k);
-}
-
-static int value_ok(const unsigned char *v, size_t len, unsigned k)
-{
-    unsigned char want[VLEN];
-    value_of(want, k);
-    return len == VLEN && memcmp(v, want, VLEN) == 0;
-}
 
 /* ------------------------------------------------------------------ mutex variant */
 
@@ -160,9 +121,10 @@ static int mutex_call(unsigned opcode, const char *key, const unsigned char *set
 
 /* ------------------------------------------------------------------ one request */
 
-static int do_get(unsigned k, unsigned char *val, size_t *len)
+static int do_get(void *own, unsigned k, unsigned char *val, size_t *len)
 {
     char key[32];
+    (void)own;
     key_of(key, sizeof key, k);
     switch (variant) {
     case V_BOUND:
@@ -193,10 +155,11 @@ static int do_get(unsigned k, unsigned char *val, size_t *len)
     }
 }
 
-static int do_set(unsigned k)
+static int do_set(void *own, unsigned k)
 {
     char key[32];
     unsigned char v[VLEN];
+    (void)own;
     key_of(key, sizeof key, k);
     value_of(v, k);
     switch (variant) {
@@ -221,117 +184,14 @@ static int do_set(unsigned k)
     }
 }
 
-/* ------------------------------------------------------------------ the threads */
-
-struct worker {
-    pthread_t th;
-    unsigned long long rnd;
-    uint32_t *lat; /* ns per measured request */
-    size_t n, cap;
-};
-
-static void *worker_main(void *arg)
-{
-    struct worker *w = (struct worker *)arg;
-    unsigned char val[VLEN];
-    int ph;
-    while ((ph = atomic_load(&phase)) != 2) {
-        unsigned r, k;
-        size_t len = 0;
-        double t0, t1;
-        int rc;
-        w->rnd ^= w->rnd << 13;
-        w->rnd ^= w->rnd >> 7;
-        w->rnd ^= w->rnd << 17;
-        r = (unsigned)(w->rnd % 100);
-        k = (unsigned)((w->rnd >> 8) % KEYS);
-        t0 = now_s();
-        if (r < 90) {
-            rc = do_get(k, val, &len);
-            if (rc == 0 && !value_ok(val, len, k))
-                rc = EBADMSG;
-        } else {
-            rc = do_set(k);
-        }
-        t1 = now_s();
-        if (rc != 0) {
-            if (atomic_fetch_add(&errors, 1) < 5)
-                fprintf(stderr, "memc_bench: request failed: %s (%d)\n", memc_strerror(rc), rc);
-            continue;
-        }
-        if (ph == 1 && atomic_load(&phase) == 1) {
-            if (w->n == w->cap) {
-                w->cap = w->cap ? 2 * w->cap : 65536;
-                if ((w->lat = (uint32_t *)realloc(w->lat, w->cap * sizeof *w->lat)) == NULL)
-                    abort();
-            }
-            w->lat[w->n++] = (uint32_t)((t1 - t0) * 1e9);
-        }
-    }
-    return NULL;
-}
-
-/* The client's sockets connected to memcached (the peer's port is ours to know). */
-static int count_conns(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL) {
-        struct sockaddr_in a;
-        socklen_t alen = sizeof a;
-        int fd = atoi(e->d_name);
-        if (e->d_name[0] == '.' || fd == dirfd(d))
-            continue;
-        if (getpeername(fd, (struct sockaddr *)&a, &alen) == 0 && a.sin_family == AF_INET &&
-            ntohs(a.sin_port) == port)
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static void usage(void)
-{
-    fprintf(stderr, "usage: memc_bench -m bound|pool|mutex -p PORT [-t THREADS] [-d SECS] "
-                    "[-W WARM_SECS]\n");
-    exit(2);
-}
-
 int main(int argc, char **argv)
 {
-    struct worker *w;
-    uint32_t *all;
-    size_t total = 0;
-    double t0, t1;
-    int conns, opt;
+    static const struct kv_client client = {"memc_bench", memc_strerror, do_get, do_set,
+                                            NULL, NULL, NULL};
 
-    variant = -1;
-    while ((opt = getopt(argc, argv, "m:p:t:d:W:")) != -1) {
-        switch (opt) {
-        case 'm':
-            variant = strcmp(optarg, "bound") == 0   ? V_BOUND
-                      : strcmp(optarg, "pool") == 0  ? V_POOL
-                      : strcmp(optarg, "mutex") == 0 ? V_MUTEX
-                                                     : -1;
-            break;
-        case 'p': port = (int)strtol(optarg, NULL, 10); break;
-        case 't': nthreads = (int)strtol(optarg, NULL, 10); break;
-        case 'd': secs = strtod(optarg, NULL); break;
-        case 'W': warm = strtod(optarg, NULL); break;
-        default: usage();
-        }
-    }
-    if (variant < 0 || port <= 0 || port > 65535 || nthreads < 1 || secs <= 0)
-        usage();
+    variant = kv_options(argc, argv, variant_name, 3,
+                         "usage: memc_bench -m bound|pool|mutex -p PORT [-t THREADS] "
+                         "[-d SECS] [-W WARM_SECS]\n");
 
     /* the keys, stored through a connection of our own, closed before the run */
     {
@@ -384,39 +244,8 @@ int main(int argc, char **argv)
 #endif
     }
 
-    if ((w = (struct worker *)calloc((size_t)nthreads, sizeof *w)) == NULL)
+    if (kv_run(&client, variant_name[variant]) != 0)
         return 1;
-    for (int i = 0; i < nthreads; i++) {
-        w[i].rnd = 0x9E3779B97F4A7C15ull * (unsigned)(i + 1);
-        if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0)
-            return 1;
-    }
-    sleep_s(warm);
-    atomic_store(&phase, 1);
-    t0 = now_s();
-    sleep_s(secs);
-    conns = count_conns(); /* every variant's connections are open and busy here */
-    atomic_store(&phase, 2);
-    t1 = now_s();
-    for (int i = 0; i < nthreads; i++) {
-        pthread_join(w[i].th, NULL);
-        total += w[i].n;
-    }
-
-    if ((all = (uint32_t *)malloc((total ? total : 1) * sizeof *all)) == NULL)
-        return 1;
-    total = 0;
-    for (int i = 0; i < nthreads; i++) {
-        if (w[i].n)
-            memcpy(all + total, w[i].lat, w[i].n * sizeof *all);
-        total += w[i].n;
-        free(w[i].lat);
-    }
-    qsort(all, total, sizeof *all, cmp_u32);
-    printf("variant=%s threads=%d rps=%.0f p50_us=%.1f p99_us=%.1f conns=%d ops=%zu errors=%lld\n",
-           variant == V_BOUND ? "bound" : variant == V_POOL ? "pool" : "mutex", nthreads,
-           (double)total / (t1 - t0), total ? all[total / 2] / 1e3 : 0.0,
-           total ? all[total * 99 / 100] / 1e3 : 0.0, conns, total, atomic_load(&errors));
 
     if (variant == V_BOUND) {
         memc_close(&M);
@@ -427,7 +256,5 @@ int main(int argc, char **argv)
         memcached_pool_destroy(P);
 #endif
     }
-    free(all);
-    free(w);
     return atomic_load(&errors) ? 1 : 0;
 }

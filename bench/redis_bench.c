@@ -17,7 +17,9 @@
  * Workload (the same for each): KEYS keys of 64-byte values, stored before the run;
  * each thread loops over random keys, 90% GET and 10% SET, closed loop (its next
  * command leaves when its reply is in). Every GET is checked (64 bytes, written for
- * that key); any failure is counted as an error and makes the exit status 1.
+ * that key); any failure is counted as an error and makes the exit status 1. The
+ * load, its window and its line are bench/kv_load.h's, which memc_bench.c runs too:
+ * this file is the three ways of making a request.
  *
  *   redis_bench -m bound|hiredis|hiredis.mutex -p PORT [-t THREADS] [-d SECS]
  *               [-W WARM_SECS]
@@ -27,26 +29,18 @@
  * conns (the client's sockets connected to Redis's port at the end of the window,
  * counted in /proc/self/fd: what each variant really holds open), ops, errors. */
 #include "redis.h"
+#include "kv_load.h"
 
-#include <dirent.h>
-#include <stdatomic.h>
 #include <stdio.h>
 
 #ifdef REDIS_WITH_HIREDIS
 #include <hiredis/hiredis.h>
 #endif
 
-#define KEYS 1000
-#define VLEN 64
-
 enum { V_BOUND, V_HIREDIS, V_HIREDIS_MUTEX };
 static const char *const variant_name[] = {"bound", "hiredis", "hiredis.mutex"};
 
-static int variant, port, nthreads = 8;
-static double secs = 2, warm = 0.5;
-static atomic_int phase; /* 0 warm-up, 1 measuring, 2 stop */
-static atomic_llong errors;
-
+static int variant;
 static redis R; /* bound */
 #ifdef REDIS_WITH_HIREDIS
 static struct { /* hiredis.mutex */
@@ -54,41 +48,6 @@ static struct { /* hiredis.mutex */
     redisContext *c;
 } X = {PTHREAD_MUTEX_INITIALIZER, NULL};
 #endif
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts;
-    ts.tv_sec = (time_t)s;
-    ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static void key_of(char *key, size_t cap, unsigned k)
-{
-    snprintf(key, cap, "bench:%u", k);
-}
-
-/* the value stored under key k: its number, then filler (any writer writes the same) */
-static void value_of(unsigned char *v, unsigned k)
-{
-    memset(v, 'v', VLEN);
-    snprintf((char *)v, VLEN, "%u:", k);
-}
-
-static int value_ok(const unsigned char *v, size_t len, unsigned k)
-{
-    unsigned char want[VLEN];
-    value_of(want, k);
-    return len == VLEN && memcmp(v, want, VLEN) == 0;
-}
 
 /* ------------------------------------------------------------------ hiredis */
 
@@ -193,130 +152,32 @@ static int do_set(void *own, unsigned k)
 
 /* ------------------------------------------------------------------ the threads */
 
-struct worker {
-    pthread_t th;
-    unsigned long long rnd;
-    uint32_t *lat; /* ns per measured request */
-    size_t n, cap;
-};
-
-static void *worker_main(void *arg)
-{
-    struct worker *w = (struct worker *)arg;
-    unsigned char val[VLEN];
-    void *own = NULL; /* hiredis: this thread's own context */
-    int ph;
 #ifdef REDIS_WITH_HIREDIS
-    if (variant == V_HIREDIS && (own = hiredis_connect()) == NULL) {
-        atomic_fetch_add(&errors, 1);
-        return NULL;
-    }
+/* hiredis: each thread's own context */
+static void *thread_open(void)
+{
+    return hiredis_connect();
+}
+
+static void thread_close(void *own)
+{
+    redisFree((redisContext *)own);
+}
 #endif
-    while ((ph = atomic_load(&phase)) != 2) {
-        unsigned r, k;
-        size_t len = 0;
-        double t0, t1;
-        int rc;
-        w->rnd ^= w->rnd << 13;
-        w->rnd ^= w->rnd >> 7;
-        w->rnd ^= w->rnd << 17;
-        r = (unsigned)(w->rnd % 100);
-        k = (unsigned)((w->rnd >> 8) % KEYS);
-        t0 = now_s();
-        if (r < 90) {
-            rc = do_get(own, k, val, &len);
-            if (rc == 0 && !value_ok(val, len, k))
-                rc = EBADMSG;
-        } else {
-            rc = do_set(own, k);
-        }
-        t1 = now_s();
-        if (rc != 0) {
-            if (atomic_fetch_add(&errors, 1) < 5)
-                fprintf(stderr, "redis_bench: request failed: %s (%d)\n", redis_strerror(rc), rc);
-            if (rc == ECONNRESET || rc == EPIPE || rc == EPROTO)
-                break; /* a dead connection: counted once, not in a spin */
-            continue;
-        }
-        if (ph == 1 && atomic_load(&phase) == 1) {
-            if (w->n == w->cap) {
-                w->cap = w->cap ? 2 * w->cap : 65536;
-                if ((w->lat = (uint32_t *)realloc(w->lat, w->cap * sizeof *w->lat)) == NULL)
-                    abort();
-            }
-            w->lat[w->n++] = (uint32_t)((t1 - t0) * 1e9);
-        }
-    }
-#ifdef REDIS_WITH_HIREDIS
-    /* (after the count of connections: the main thread counts before phase 2) */
-    if (own)
-        redisFree((redisContext *)own);
-#endif
-    return NULL;
-}
 
-/* The client's sockets connected to Redis (the peer's port is ours to know). */
-static int count_conns(void)
+/* a dead connection: its thread ends, the error counted once, not in a spin */
+static int dead(int rc)
 {
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL) {
-        struct sockaddr_in a;
-        socklen_t alen = sizeof a;
-        int fd = atoi(e->d_name);
-        if (e->d_name[0] == '.' || fd == dirfd(d))
-            continue;
-        if (getpeername(fd, (struct sockaddr *)&a, &alen) == 0 && a.sin_family == AF_INET &&
-            ntohs(a.sin_port) == port)
-            n++;
-    }
-    closedir(d);
-    return n;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-static void usage(void)
-{
-    fprintf(stderr, "usage: redis_bench -m bound|hiredis|hiredis.mutex -p PORT [-t THREADS] "
-                    "[-d SECS] [-W WARM_SECS]\n");
-    exit(2);
+    return rc == ECONNRESET || rc == EPIPE || rc == EPROTO;
 }
 
 int main(int argc, char **argv)
 {
-    struct worker *w;
-    uint32_t *all;
-    size_t total = 0;
-    double t0, t1;
-    int conns, opt;
+    struct kv_client client = {"redis_bench", redis_strerror, do_get, do_set, NULL, NULL, dead};
 
-    variant = -1;
-    while ((opt = getopt(argc, argv, "m:p:t:d:W:")) != -1) {
-        switch (opt) {
-        case 'm':
-            for (int i = 0; i < 3; i++)
-                if (strcmp(optarg, variant_name[i]) == 0)
-                    variant = i;
-            if (variant < 0)
-                usage();
-            break;
-        case 'p': port = (int)strtol(optarg, NULL, 10); break;
-        case 't': nthreads = (int)strtol(optarg, NULL, 10); break;
-        case 'd': secs = strtod(optarg, NULL); break;
-        case 'W': warm = strtod(optarg, NULL); break;
-        default: usage();
-        }
-    }
-    if (variant < 0 || port <= 0 || port > 65535 || nthreads < 1 || secs <= 0)
-        usage();
+    variant = kv_options(argc, argv, variant_name, 3,
+                         "usage: redis_bench -m bound|hiredis|hiredis.mutex -p PORT "
+                         "[-t THREADS] [-d SECS] [-W WARM_SECS]\n");
 #ifndef REDIS_WITH_HIREDIS
     if (variant != V_BOUND) {
         fprintf(stderr, "redis_bench: built without hiredis\n");
@@ -355,39 +216,14 @@ int main(int argc, char **argv)
     }
 #endif
 
-    if ((w = (struct worker *)calloc((size_t)nthreads, sizeof *w)) == NULL)
+#ifdef REDIS_WITH_HIREDIS
+    if (variant == V_HIREDIS) {
+        client.open = thread_open;
+        client.close = thread_close;
+    }
+#endif
+    if (kv_run(&client, variant_name[variant]) != 0)
         return 1;
-    for (int i = 0; i < nthreads; i++) {
-        w[i].rnd = 0x9E3779B97F4A7C15ull * (unsigned)(i + 1);
-        if (pthread_create(&w[i].th, NULL, worker_main, &w[i]) != 0)
-            return 1;
-    }
-    sleep_s(warm);
-    atomic_store(&phase, 1);
-    t0 = now_s();
-    sleep_s(secs);
-    conns = count_conns(); /* every variant's connections are open and busy here */
-    atomic_store(&phase, 2);
-    t1 = now_s();
-    for (int i = 0; i < nthreads; i++) {
-        pthread_join(w[i].th, NULL);
-        total += w[i].n;
-    }
-
-    if ((all = (uint32_t *)malloc((total ? total : 1) * sizeof *all)) == NULL)
-        return 1;
-    total = 0;
-    for (int i = 0; i < nthreads; i++) {
-        if (w[i].n)
-            memcpy(all + total, w[i].lat, w[i].n * sizeof *all);
-        total += w[i].n;
-        free(w[i].lat);
-    }
-    qsort(all, total, sizeof *all, cmp_u32);
-    printf("variant=%s threads=%d rps=%.0f p50_us=%.1f p99_us=%.1f conns=%d ops=%zu errors=%lld\n",
-           variant_name[variant], nthreads, (double)total / (t1 - t0),
-           total ? all[total / 2] / 1e3 : 0.0, total ? all[total * 99 / 100] / 1e3 : 0.0, conns,
-           total, atomic_load(&errors));
 
     if (variant == V_BOUND)
         redis_close(&R);
@@ -395,7 +231,5 @@ int main(int argc, char **argv)
     else if (variant == V_HIREDIS_MUTEX)
         redisFree(X.c);
 #endif
-    free(all);
-    free(w);
     return atomic_load(&errors) ? 1 : 0;
 }

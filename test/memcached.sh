@@ -39,11 +39,12 @@ base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
 strict="$base -I$root" # memc.h includes "lf_conn.h" (beside it), which includes
 # "lf_bound.h": beside it, or through -I
 # memc.h taken away as its doc block says: copied with lf_conn.h, lf_bound.h and lf.h
-# alone, next to a program of the user's (bench/memc_bench.c), it builds with no -I
+# alone, next to a program of the user's (bench/memc_bench.c, with its own kv_load.h),
+# it builds with no -I
 rm -rf "$build/copy"
 mkdir -p "$build/copy"
 cp "$root/bench/memc.h" "$root/bench/lf_conn.h" "$root/lf_bound.h" "$root/lf.h" \
-    "$root/bench/memc_bench.c" "$build/copy/"
+    "$root/bench/memc_bench.c" "$root/bench/kv_load.h" "$build/copy/"
 # shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/memc_bench" "$build/copy/memc_bench.c" -pthread
 # and it compiles as C++17 (the C++ compiler of the same family, when there is one)

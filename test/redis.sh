@@ -39,12 +39,12 @@ base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
 strict="$base -I$root" # redis.h includes "lf_conn.h" (beside it), which includes
 # "lf_bound.h": beside it, or through -I
 # redis.h taken away as its doc block says: copied with lf_conn.h, lf_bound.h and lf.h
-# alone, next to a program of the user's (bench/redis_bench.c, without hiredis), it
-# builds with no -I at all
+# alone, next to a program of the user's (bench/redis_bench.c, without hiredis, with
+# its own kv_load.h), it builds with no -I at all
 rm -rf "$build/copy"
 mkdir -p "$build/copy"
 cp "$root/bench/redis.h" "$root/bench/lf_conn.h" "$root/lf_bound.h" "$root/lf.h" \
-    "$root/bench/redis_bench.c" "$build/copy/"
+    "$root/bench/redis_bench.c" "$root/bench/kv_load.h" "$build/copy/"
 # shellcheck disable=SC2086 # base is a list of flags
 $cc $base -O2 -o "$build/copy/redis_bench" "$build/copy/redis_bench.c" -pthread
 # and it compiles as C++17 (the C++ compiler of the same family, when there is one)

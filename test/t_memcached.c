@@ -43,10 +43,8 @@
 #define LF_BOUND_REACTOR 1 /* lf_reactor.h too: memc_attach (the hybrid part) */
 #include "../bench/memc.h"
 #include "lf_test.h"
+#include "lft_client.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 
@@ -57,15 +55,6 @@
 
 static memc M;
 static long long ops;
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
 
 /* ------------------------------------------------------------------ values */
 
@@ -83,36 +72,8 @@ static void own_fill(unsigned char *v, size_t len, int t, int j, unsigned ver)
         v[i] = (unsigned char)(h + i * 131u);
 }
 
-/* Shared keys: 16 bytes saying what the value is (key, writer, sequence, length,
- * checksum), then bytes derived from them. */
-static size_t shared_make(unsigned char *v, int key, int writer, unsigned seq)
-{
-    size_t len = 16 + (size_t)(mix((uint64_t)writer << 32 | seq) % 200);
-    uint32_t sum = 0;
-    for (size_t i = 16; i < len; i++) {
-        v[i] = (unsigned char)(writer * 7 + seq * 13 + i);
-        sum = sum * 31 + v[i];
-    }
-    memc_put32(v, (uint32_t)key);
-    memc_put32(v + 4, (uint32_t)writer << 24 | seq);
-    memc_put32(v + 8, (uint32_t)len);
-    memc_put32(v + 12, sum);
-    return len;
-}
-
-static void shared_check(const unsigned char *v, size_t len, int key, uint32_t flags)
-{
-    uint32_t sum = 0, ws = memc_get32(v + 4);
-    CHECK(len >= 16);
-    CHECK_EQ(memc_get32(v), key);      /* a value written for this key */
-    CHECK_EQ(memc_get32(v + 8), len);  /* whole */
-    CHECK_EQ(flags, ws);               /* with its own flags */
-    for (size_t i = 16; i < len; i++) {
-        CHECK_EQ(v[i], (unsigned char)((ws >> 24) * 7 + (ws & 0xffffff) * 13 + i));
-        sum = sum * 31 + v[i];
-    }
-    CHECK_EQ(sum, memc_get32(v + 12));
-}
+/* (the shared keys' values, which describe themselves: lft_client.h's shared_make
+ * and shared_check) */
 
 /* ------------------------------------------------------------------ part 1 */
 
@@ -175,7 +136,7 @@ static void *client(void *arg)
             snprintf(key, sizeof key, "shared:%d", k);
             if (r < 92) {
                 CHECK_EQ(memc_get(&M, key, got, sizeof got, &len, &flags, NULL), 0);
-                shared_check(got, len, k, flags);
+                CHECK_EQ(flags, shared_check(got, len, k)); /* with its own flags */
                 lft_add(&n_get, 1);
                 lft_add(&n_hit, 1);
             } else {
@@ -250,11 +211,6 @@ static void mixed(int port)
 
 /* ------------------------------------------------------------------ part 2 */
 
-static LFT_ATOMIC(long long) done_ok;
-static LFT_ATOMIC(int) woke_reset, woke_pipe;
-static double t_kill, last_woke;
-static pthread_mutex_t woke_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static void *victim(void *arg)
 {
     int t = (int)(long)arg, rc, again;
@@ -272,14 +228,7 @@ static void *victim(void *arg)
         lft_add(&done_ok, 1);
         lft_progress();
     }
-    pthread_mutex_lock(&woke_lock);
-    if (lft_now() > last_woke)
-        last_woke = lft_now();
-    pthread_mutex_unlock(&woke_lock);
-    if (rc != ECONNRESET && rc != EPIPE)
-        fprintf(stderr, "victim %d: woke with %d (%s)\n", t, rc, memc_strerror(rc));
-    CHECK(rc == ECONNRESET || rc == EPIPE);
-    lft_add(rc == ECONNRESET ? &woke_reset : &woke_pipe, 1);
+    victim_woke(t, rc, memc_strerror(rc));
     /* and the connection stays dead: a later call fails at once, the same way */
     again = memc_get(&M, key, got, sizeof got, &len, NULL, NULL);
     CHECK(again == ECONNRESET || again == EPIPE);
@@ -300,20 +249,14 @@ static void killed(int port, pid_t pid)
     CHECK_EQ(memc_stats(&M, &ms), 0);
     s = ms.bound;
     in_flight = s.in_flight;
-    t_kill = lft_now();
-    CHECK(kill(pid, SIGKILL) == 0);
+    victims_kill(pid);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0); /* a thread that never wakes: watchdog */
     CHECK_EQ(memc_stats(&M, &ms), 0);
     s = ms.bound;
     CHECK(s.failed == ECONNRESET || s.send_failed == EPIPE);
     CHECK_EQ(s.in_flight, 0);
-    CHECK_EQ(lft_load(&woke_reset) + lft_load(&woke_pipe), THREADS);
-    CHECK(last_woke - t_kill < 5.0);
-    printf("t_memcached: memcached killed after %lld calls, %u in flight: all %d threads "
-           "woke (%d ECONNRESET, %d EPIPE), the last %.1f ms after the kill\n",
-           lft_load(&done_ok), in_flight, THREADS, lft_load(&woke_reset), lft_load(&woke_pipe),
-           (last_woke - t_kill) * 1000.0);
+    victims_all_woke("t_memcached", "memcached", THREADS, in_flight);
     CHECK_EQ(memc_close(&M), 0);
 }
 
@@ -516,43 +459,6 @@ static void malformed(void)
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-/* Descriptors open in this process (Linux: /proc/self/fd, less the one reading it). */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-    CHECK(d != NULL);
-    /* one thread reads its own DIR: readdir's shared state is per stream */
-    // cppcheck-suppress readdirCalled ; per stream, and this stream is ours alone
-    while ((e = readdir(d)) != NULL) // NOLINT(concurrency-mt-unsafe)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1;
-}
-
-static struct timespec in_ms(long ms)
-{
-    struct timespec d;
-    CHECK_EQ(lf_deadline_in(&d, ms * 1000000LL), 0);
-    return d;
-}
-
-static void touch(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    CHECK(fd >= 0);
-    close(fd);
-}
-
-/* A connection error, as the RESULTS table says memcached's death shows: the read
- * side ended (ECONNRESET) or the write side broke first (EPIPE). */
-static int conn_error(int rc)
-{
-    return rc == ECONNRESET || rc == EPIPE;
-}
 
 /* Reconnect until a new connection is in place: memcached is restarted by the script
  * a moment after the kill; until then ECONNREFUSED (or the connect's deadline). A
@@ -1035,105 +941,40 @@ static void hybrid(int port, const char *killfile)
 
 /* ------------------------------------------------------------------ connections */
 
-/* A loopback listener (backlog: listen's), its port in *port. */
-static int listener(int backlog, int *port)
+/* The fake memcached for the lifecycle checks, on lft_client.h's fake server: "ok" is
+ * answered (get: flags 7, "hello"), "mute" never, "bye" closes the connection. */
+static int fake_memcached_request(struct fk_conn *c)
 {
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    CHECK(fd >= 0);
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    if (backlog >= 0)
-        CHECK(listen(fd, backlog) == 0);
-    CHECK(getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
-    *port = ntohs(a.sin_port);
-    return fd;
+    unsigned char req[MEMC_HDR + 600];
+    char key[300];
+    uint32_t total;
+    unsigned klen, elen, op;
+    if (read_full(c->fd, req, MEMC_HDR) != 0 || (total = memc_get32(req + 8)) > 600 ||
+        read_full(c->fd, req + MEMC_HDR, total) != 0)
+        return -1;
+    klen = memc_get16(req + 2);
+    elen = req[4];
+    op = req[1];
+    memcpy(key, req + MEMC_HDR + elen, klen);
+    key[klen] = '\0';
+    if (strcmp(key, "bye") == 0) {
+        return -1;
+    } else if (strcmp(key, "mute") == 0) {
+        lft_add(&fk_mutes, 1);
+    } else {
+        static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
+        if (op == MEMC_OP_GET)
+            fake_reply(c->fd, req, op, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
+        else
+            fake_reply(c->fd, req, op, 0, 0, 0, MEMC_RESPONSE, NULL, 0);
+    }
+    return 0;
 }
-
-/* A plain blocking connect to 127.0.0.1:port (fills a listener's queue). */
-static int plain_connect(int port)
-{
-    struct sockaddr_in a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(fd >= 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    return fd;
-}
-
-/* A fake memcached for the lifecycle checks, one thread polling its listener and
- * connections: "ok" is answered (get: flags 7, "hello"), "mute" never, "bye" closes
- * the connection. Paused, it accepts nobody: with a backlog of 0 and one connection
- * queued, the kernel then drops new SYNs, and a connect hangs (until unpaused and the
- * SYN is sent again, about 1 s later). */
-static int fk_listen, fk_port;
-static LFT_ATOMIC(int) fk_paused, fk_stop, fk_accepted, fk_mutes;
 
 static void *fake_memcached(void *arg)
 {
-    struct pollfd p[17];
-    int n = 1;
     (void)arg;
-    p[0].fd = fk_listen;
-    while (!lft_load(&fk_stop)) {
-        p[0].events = lft_load(&fk_paused) ? 0 : POLLIN;
-        for (int i = 0; i < n; i++)
-            p[i].revents = 0;
-        for (int i = 1; i < n; i++)
-            p[i].events = POLLIN;
-        if (poll(p, (nfds_t)n, 10) <= 0)
-            continue;
-        if ((p[0].revents & POLLIN) && n < 17) {
-            int fd = accept(fk_listen, NULL, NULL), one = 1;
-            if (fd >= 0) {
-                (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                p[n].fd = fd;
-                n++;
-                lft_add(&fk_accepted, 1);
-            }
-        }
-        for (int i = 1; i < n; i++) {
-            unsigned char req[MEMC_HDR + 600];
-            char key[300];
-            uint32_t total;
-            unsigned klen, elen, op;
-            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            if (read_full(p[i].fd, req, MEMC_HDR) != 0 ||
-                (total = memc_get32(req + 8)) > 600 ||
-                read_full(p[i].fd, req + MEMC_HDR, total) != 0) {
-                close(p[i].fd);
-                p[i--] = p[--n];
-                continue;
-            }
-            klen = memc_get16(req + 2);
-            elen = req[4];
-            op = req[1];
-            memcpy(key, req + MEMC_HDR + elen, klen);
-            key[klen] = '\0';
-            if (strcmp(key, "bye") == 0) {
-                close(p[i].fd);
-                p[i--] = p[--n];
-            } else if (strcmp(key, "mute") == 0) {
-                lft_add(&fk_mutes, 1);
-            } else {
-                static const unsigned char v[] = {0, 0, 0, 7, 'h', 'e', 'l', 'l', 'o'};
-                if (op == MEMC_OP_GET)
-                    fake_reply(p[i].fd, req, op, 0, 4, sizeof v, MEMC_RESPONSE, v, sizeof v);
-                else
-                    fake_reply(p[i].fd, req, op, 0, 0, 0, MEMC_RESPONSE, NULL, 0);
-            }
-        }
-    }
-    for (int i = 1; i < n; i++)
-        close(p[i].fd);
+    fk_loop(fake_memcached_request);
     return NULL;
 }
 
@@ -1167,9 +1008,7 @@ static int hang_reconnect(pthread_t *th)
 {
     int queued;
     CHECK_EQ(memc_get(&M, "bye", NULL, 0, NULL, NULL, NULL), ECONNRESET);
-    lft_store(&fk_paused, 1);
-    lft_sleep_ms(30);
-    queued = plain_connect(fk_port);
+    queued = fk_pause_full();
     CHECK(pthread_create(th, NULL, reconnect_forever, NULL) == 0);
     lft_sleep_ms(100);
     return queued;
@@ -1293,9 +1132,7 @@ static void connections(void)
     /* 8 threads reconnect at once, while the connect hangs (the listener paused with
      * its queue full): one connection is made, every thread returns 0 */
     CHECK_EQ(memc_get(&M, "bye", NULL, 0, NULL, NULL, NULL), ECONNRESET);
-    lft_store(&fk_paused, 1);
-    lft_sleep_ms(30); /* (the fake's poll no longer includes the listener) */
-    queued = plain_connect(fk_port);
+    queued = fk_pause_full();
     rc = lft_load(&fk_accepted);
     CHECK(pthread_barrier_init(&eight, NULL, 8) == 0);
     for (int i = 0; i < 8; i++)

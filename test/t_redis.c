@@ -43,10 +43,8 @@
  *       pthread_cancel in a call and in a connect. Every descriptor comes back. */
 #include "../bench/redis.h"
 #include "lf_test.h"
+#include "lft_client.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdint.h>
 
 #define THREADS 8
@@ -56,35 +54,6 @@
 
 static redis R;
 static long long ops;
-
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdULL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ULL;
-    return x ^ (x >> 33);
-}
-
-static void put32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24);
-    p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8);
-    p[3] = (unsigned char)v;
-}
-
-static uint32_t get32(const unsigned char *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static struct timespec in_ms(long ms)
-{
-    struct timespec d;
-    CHECK_EQ(lf_deadline_in(&d, ms * 1000000LL), 0);
-    return d;
-}
 
 /* ------------------------------------------------------------------ values */
 
@@ -104,35 +73,8 @@ static void own_fill(unsigned char *v, size_t len, int t, int j, unsigned ver)
         v[i] = (unsigned char)(h + i * 131u);
 }
 
-/* Shared keys: 16 bytes saying what the value is (key, writer, sequence, length,
- * checksum), then bytes derived from them. */
-static size_t shared_make(unsigned char *v, int key, int writer, unsigned seq)
-{
-    size_t len = 16 + (size_t)(mix((uint64_t)writer << 32 | seq) % 200);
-    uint32_t sum = 0;
-    for (size_t i = 16; i < len; i++) {
-        v[i] = (unsigned char)(writer * 7 + seq * 13 + i);
-        sum = sum * 31 + v[i];
-    }
-    put32(v, (uint32_t)key);
-    put32(v + 4, (uint32_t)writer << 24 | seq);
-    put32(v + 8, (uint32_t)len);
-    put32(v + 12, sum);
-    return len;
-}
-
-static void shared_check(const unsigned char *v, size_t len, int key)
-{
-    uint32_t sum = 0, ws = get32(v + 4);
-    CHECK(len >= 16);
-    CHECK_EQ(get32(v), key);     /* a value written for this key */
-    CHECK_EQ(get32(v + 8), len); /* whole */
-    for (size_t i = 16; i < len; i++) {
-        CHECK_EQ(v[i], (unsigned char)((ws >> 24) * 7 + (ws & 0xffffff) * 13 + i));
-        sum = sum * 31 + v[i];
-    }
-    CHECK_EQ(sum, get32(v + 12));
-}
+/* (the shared keys' values, which describe themselves: lft_client.h's shared_make
+ * and shared_check) */
 
 /* ------------------------------------------------------------------ part 1 */
 
@@ -324,11 +266,6 @@ static void mixed(int port)
 
 /* ------------------------------------------------------------------ part 2 */
 
-static LFT_ATOMIC(long long) done_ok;
-static LFT_ATOMIC(int) woke_reset, woke_pipe;
-static double t_kill, last_woke;
-static pthread_mutex_t woke_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static void *victim(void *arg)
 {
     int t = (int)(long)arg, rc, again;
@@ -348,14 +285,7 @@ static void *victim(void *arg)
         lft_add(&done_ok, 1);
         lft_progress();
     }
-    pthread_mutex_lock(&woke_lock);
-    if (lft_now() > last_woke)
-        last_woke = lft_now();
-    pthread_mutex_unlock(&woke_lock);
-    if (rc != ECONNRESET && rc != EPIPE)
-        fprintf(stderr, "victim %d: woke with %d (%s)\n", t, rc, redis_strerror(rc));
-    CHECK(rc == ECONNRESET || rc == EPIPE);
-    lft_add(rc == ECONNRESET ? &woke_reset : &woke_pipe, 1);
+    victim_woke(t, rc, redis_strerror(rc));
     /* and the connection stays dead: a later call fails at once, the same way */
     again = redis_get(&R, key, got, sizeof got, &len, NULL);
     CHECK(again == ECONNRESET || again == EPIPE);
@@ -374,52 +304,18 @@ static void killed(int port, pid_t pid)
     AWAIT(lft_load(&done_ok) >= 2000, "2,000 calls done before the kill");
     CHECK_EQ(redis_stats(&R, &rs), 0);
     in_flight = rs.bound.in_flight;
-    t_kill = lft_now();
-    CHECK(kill(pid, SIGKILL) == 0);
+    victims_kill(pid);
     for (int i = 0; i < THREADS; i++)
         CHECK(pthread_join(th[i], NULL) == 0); /* a thread that never wakes: watchdog */
     CHECK_EQ(redis_stats(&R, &rs), 0);
     CHECK(rs.bound.failed == ECONNRESET || rs.bound.send_failed == EPIPE);
     CHECK_EQ(rs.bound.in_flight, 0);
     CHECK_EQ(rs.calls, 0);
-    CHECK_EQ(lft_load(&woke_reset) + lft_load(&woke_pipe), THREADS);
-    CHECK(last_woke - t_kill < 5.0);
-    printf("t_redis: redis-server killed after %lld calls, %u in flight: all %d threads "
-           "woke (%d ECONNRESET, %d EPIPE), the last %.1f ms after the kill\n",
-           lft_load(&done_ok), in_flight, THREADS, lft_load(&woke_reset), lft_load(&woke_pipe),
-           (last_woke - t_kill) * 1000.0);
+    victims_all_woke("t_redis", "redis-server", THREADS, in_flight);
     CHECK_EQ(redis_close(&R), 0);
 }
 
 /* ------------------------------------------------------------------ helpers */
-
-/* Descriptors open in this process (Linux: /proc/self/fd, less the one reading it). */
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    struct dirent *e;
-    int n = 0;
-    CHECK(d != NULL);
-    /* one thread reads its own DIR: readdir's shared state is per stream */
-    // cppcheck-suppress readdirCalled ; per stream, and this stream is ours alone
-    while ((e = readdir(d)) != NULL) // NOLINT(concurrency-mt-unsafe)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1;
-}
-
-static void touch(const char *path)
-{
-    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    CHECK(fd >= 0);
-    close(fd);
-}
-
-static int conn_error(int rc)
-{
-    return rc == ECONNRESET || rc == EPIPE;
-}
 
 static unsigned long long generation(void)
 {
@@ -581,13 +477,10 @@ static void reconnect_load(int port, const char *killfile)
 }
 
 /* ------------------------------------------------------------------ the fake server
- * One thread polls a listener and up to 16 connections, reads RESP requests (arrays
- * of bulk strings, many in one read, or split) and answers each as its key says
- * (fake_answer). Paused, it accepts nobody: with a backlog of 0 and one connection
- * queued, the kernel then drops new SYNs, and a connect hangs. */
-
-static int fk_listen, fk_port;
-static LFT_ATOMIC(int) fk_paused, fk_stop, fk_accepted, fk_mutes;
+ * lft_client.h's fk_loop polls a listener and up to 16 connections; here each
+ * connection's RESP requests (arrays of bulk strings, many in one read, or split) are
+ * read and answered as their key says (fake_answer). Paused, it accepts nobody, and a
+ * connect hangs (fk_pause_full). */
 
 static void send_all(int fd, const void *p, size_t n)
 {
@@ -695,13 +588,6 @@ static int fake_answer(int fd, const char *cmd, const char *key)
     return 0;
 }
 
-/* The bytes of one connection not yet parsed. */
-struct fk_conn {
-    int fd;
-    size_t have;
-    char buf[4096];
-};
-
 /* One RESP number line at *at ("*2", "$3"): its value, *at past its CRLF; -1: not
  * all there yet. */
 static long fk_number(const struct fk_conn *c, size_t *at, char type)
@@ -749,85 +635,21 @@ static int fk_requests(struct fk_conn *c)
     }
 }
 
+/* A connection's bytes, as they come: every whole request answered. 0, or -1: close it. */
+static int fk_read(struct fk_conn *c)
+{
+    ssize_t got = read(c->fd, c->buf + c->have, sizeof c->buf - c->have);
+    if (got <= 0)
+        return -1;
+    c->have += (size_t)got;
+    return fk_requests(c);
+}
+
 static void *fake_server(void *arg)
 {
-    struct pollfd p[17];
-    static struct fk_conn conns[17];
-    int n = 1;
     (void)arg;
-    p[0].fd = fk_listen;
-    while (!lft_load(&fk_stop)) {
-        p[0].events = lft_load(&fk_paused) ? 0 : POLLIN;
-        for (int i = 0; i < n; i++)
-            p[i].revents = 0;
-        for (int i = 1; i < n; i++)
-            p[i].events = POLLIN;
-        if (poll(p, (nfds_t)n, 10) <= 0)
-            continue;
-        if ((p[0].revents & POLLIN) && n < 17) {
-            int fd = accept(fk_listen, NULL, NULL), one = 1;
-            if (fd >= 0) {
-                (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                p[n].fd = fd;
-                conns[n].fd = fd;
-                conns[n].have = 0;
-                n++;
-                lft_add(&fk_accepted, 1);
-            }
-        }
-        for (int i = 1; i < n; i++) {
-            ssize_t got;
-            if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                continue;
-            got = read(p[i].fd, conns[i].buf + conns[i].have, sizeof conns[i].buf - conns[i].have);
-            if (got > 0) {
-                conns[i].have += (size_t)got;
-                if (fk_requests(&conns[i]) == 0)
-                    continue;
-            }
-            close(p[i].fd);
-            p[i] = p[n - 1];
-            conns[i] = conns[n - 1];
-            n--;
-            i--;
-        }
-    }
-    for (int i = 1; i < n; i++)
-        close(p[i].fd);
+    fk_loop(fk_read);
     return NULL;
-}
-
-/* A loopback listener (backlog: listen's, or none for -1), its port in *port. */
-static int listener(int backlog, int *port)
-{
-    struct sockaddr_in a;
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-    CHECK(fd >= 0);
-    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    if (backlog >= 0)
-        CHECK(listen(fd, backlog) == 0);
-    CHECK(getsockname(fd, (struct sockaddr *)&a, &alen) == 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-/* A plain blocking connect to 127.0.0.1:port (fills a listener's queue). */
-static int plain_connect(int port)
-{
-    struct sockaddr_in a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    CHECK(fd >= 0);
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    return fd;
 }
 
 static void expect_ok(void)
@@ -990,9 +812,7 @@ static int hang_reconnect(pthread_t *th)
     unsigned char v[8];
     size_t len;
     CHECK_EQ(redis_get(&R, "bye", v, sizeof v, &len, NULL), ECONNRESET);
-    lft_store(&fk_paused, 1);
-    lft_sleep_ms(30);
-    queued = plain_connect(fk_port);
+    queued = fk_pause_full();
     CHECK(pthread_create(th, NULL, reconnect_forever, NULL) == 0);
     lft_sleep_ms(100);
     return queued;
@@ -1082,9 +902,7 @@ static void connections(void)
     /* 8 threads reconnect at once, while the connect hangs (the listener paused with
      * its queue full): one connection is made, every thread returns 0 */
     CHECK_EQ(redis_get(&R, "bye", v, sizeof v, &len, NULL), ECONNRESET);
-    lft_store(&fk_paused, 1);
-    lft_sleep_ms(30); /* (the fake's poll no longer includes the listener) */
-    queued = plain_connect(fk_port);
+    queued = fk_pause_full();
     accepted = lft_load(&fk_accepted);
     CHECK(pthread_barrier_init(&eight, NULL, 8) == 0);
     for (int i = 0; i < 8; i++)

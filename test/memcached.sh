@@ -33,6 +33,8 @@ build=$(cd "$build" && pwd)
 . "$root/bench/daemon.sh"
 # shellcheck source=bench/memc_server.sh # (memc_start, memc_restart, memc_stop)
 . "$root/bench/memc_server.sh"
+# shellcheck source=test/lft_server.sh # (lft_envs, lft_restarted)
+. "$root/test/lft_server.sh"
 daemon_need memcached memcached "$build/apt.log"
 
 base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
@@ -70,24 +72,9 @@ $cc $strict -O2 -g -o "$build/t_memcached" "$root/test/t_memcached.c" $urcu -pth
 $cc $strict -O1 -g -fsanitize=thread -o "$build/t_memcached.tsan" "$root/test/t_memcached.c" \
     $urcu -pthread
 
-# restarted ENV... BIN ARGS...: run the test in the background; when it makes
-# $build/kill.now, kill memcached (SIGKILL) and start a new one on the same port
-restarted() {
-    rm -f "$build/kill.now"
-    "$@" &
-    tpid=$!
-    while kill -0 "$tpid" 2>/dev/null && [ ! -e "$build/kill.now" ]; do sleep 0.02; done
-    if [ -e "$build/kill.now" ]; then memc_restart "$build"; fi
-    wait "$tpid"
-}
-
 trap memc_stop EXIT
 for bin in $bins; do
-    envs="LF_TEST_STALL_S=10"
-    case $bin in
-    *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;;
-    *.tsan) envs="LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
-    esac
+    lft_envs "$bin"
     echo "$bin:"
     # shellcheck disable=SC2086
     env $envs timeout 60 "$build/$bin" -f # malformed replies from a fake server
@@ -104,7 +91,8 @@ for bin in $bins; do
     for mode in -r -H; do # reconnect under load: threads, then reactor handlers
         memc_start "$build"
         # shellcheck disable=SC2086
-        restarted env $envs timeout 120 "$build/$bin" -p "$memc_port" $mode "$build/kill.now"
+        lft_restarted memc_restart env $envs timeout 120 "$build/$bin" -p "$memc_port" $mode \
+            "$build/kill.now"
         memc_stop
     done
 done

@@ -33,6 +33,8 @@ build=$(cd "$build" && pwd)
 . "$root/bench/daemon.sh"
 # shellcheck source=bench/redis_server.sh # (redis_start, redis_restart, redis_stop)
 . "$root/bench/redis_server.sh"
+# shellcheck source=test/lft_server.sh # (lft_envs, lft_restarted)
+. "$root/test/lft_server.sh"
 daemon_need redis-server redis-server "$build/apt.log"
 
 base="-std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Wpedantic -Werror"
@@ -66,24 +68,9 @@ $cc $strict -O2 -g -o "$build/t_redis" "$root/test/t_redis.c" -pthread
 [ "${3-}" != full ] || $cc $strict -O1 -g -fsanitize=thread -o "$build/t_redis.tsan" \
     "$root/test/t_redis.c" -pthread
 
-# restarted ENV... BIN ARGS...: run the test in the background; when it makes
-# $build/kill.now, kill redis-server (SIGKILL) and start a new one on the same port
-restarted() {
-    rm -f "$build/kill.now"
-    "$@" &
-    tpid=$!
-    while kill -0 "$tpid" 2>/dev/null && [ ! -e "$build/kill.now" ]; do sleep 0.02; done
-    if [ -e "$build/kill.now" ]; then redis_restart "$build"; fi
-    wait "$tpid"
-}
-
 trap redis_stop EXIT
 for bin in $bins; do
-    envs="LF_TEST_STALL_S=10"
-    case $bin in
-    *.asan) envs="LF_TEST_STALL_S=30 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;;
-    *.tsan) envs="LF_TEST_SCALE=4 LF_TEST_STALL_S=90 TSAN_OPTIONS=halt_on_error=1:exitcode=66:suppressions=$root/test/tsan.supp" ;;
-    esac
+    lft_envs "$bin"
     echo "$bin:"
     # shellcheck disable=SC2086 # envs is a list of assignments
     env $envs timeout 60 "$build/$bin" -f # the framing, against a fake server
@@ -99,7 +86,8 @@ for bin in $bins; do
     redis_stop # reaps the killed one
     redis_start "$build"
     # shellcheck disable=SC2086
-    restarted env $envs timeout 120 "$build/$bin" -p "$redis_port" -r "$build/kill.now"
+    lft_restarted redis_restart env $envs timeout 120 "$build/$bin" -p "$redis_port" -r \
+        "$build/kill.now"
     redis_stop
 done
 echo "redis: all passed"

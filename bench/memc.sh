@@ -61,11 +61,11 @@ $cc $cflags -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/memc_bench.fifo" "$here/memc
 kv_rows memc "$variants"
 trap memc_stop EXIT INT TERM
 memc_start "$build"
-kv_rounds memc memcached "$memc_port" 10
+kv_rounds memc memcached "$memc_port" 10 # (10 columns: bound.fifo fits)
 memc_stop
 
 # -- summarize -----------------------------------------------------------------------
-kv_summary memc pool 10 8
+kv_summary memc pool 10 8 # (the variants in 10 columns, "vs pool" in 8)
 kv_plot memc
 echo "bench: memc.sh took $(($(date +%s) - started)) s; machine: $(nproc) CPUs, $(uname -r)" >&2
 exit "$kv_failed"

@@ -65,11 +65,11 @@ $cc $cflags -DLF_PROMOTE=LF_PROMOTE_FIFO -o "$build/redis_bench.fifo" "$here/red
 kv_rows redis "$variants"
 trap redis_stop EXIT INT TERM
 redis_start "$build"
-kv_rounds redis redis-server "$redis_port" 13
+kv_rounds redis redis-server "$redis_port" 13 # (13 columns: hiredis.mutex fits)
 redis_stop
 
 # -- summarize -----------------------------------------------------------------------
-kv_summary redis hiredis 13 10
+kv_summary redis hiredis 13 10 # (the variants in 13 columns, "vs hiredis" in 10)
 kv_plot redis
 echo "bench: redis.sh took $(($(date +%s) - started)) s; machine: $(nproc) CPUs, $(uname -r)" >&2
 exit "$kv_failed"

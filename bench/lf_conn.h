@@ -24,6 +24,15 @@
  *            lf_conn_call(&g, id, req, len, deadline);  g.rc: lf_bound_call's result
  *            lf_bound_ctx_destroy(&ctx); rc = what g.rc and the reply mean;
  *            lf_conn_drop(&m->conn, g.c, rc); free(g.heap);
+ *   Between lf_conn_hold and lf_conn_call, and between the call's return and
+ *   lf_conn_drop, nothing may be a cancellation point (a log line's fprintf, say):
+ *   a thread cancelled there keeps its reference, and lf_conn_close says EBUSY for
+ *   good. If lf_bound_ctx_init fails, drop with rc 0 and do not destroy ctx. id is
+ *   lf_bound_call's: unique among the requests in flight (a counter), or ignored
+ *   under LF_BOUND_IN_ORDER. A reply that shows the stream out of step belongs in
+ *   read_body (LF_BOUND_BROKEN fails the connection at once): found after the call,
+ *   as EPROTO to lf_conn_drop, it marks the connection dead, but calls already in
+ *   flight on an in-order stream keep taking the shifted replies meanwhile.
  *   the rest: the client's reconnect, auto_reconnect, shutdown, close and stats (and
  *   attach and set_nest_max, where it offers lf_bound's hybrid mode) each call
  *   lf_conn's, which have the contracts below.
@@ -76,9 +85,9 @@
  *       current connection alive, 0 at once and nothing done. 0 (a live connection
  *       is in place), the errors of lf_conn_open_until (the dead connection stays in
  *       place: calls on it fail at once; call again later), ECANCELED after
- *       lf_conn_shutdown (one under way gives up within 50 ms) or, attached, after
- *       the reactor was stopped (no new connection cures that), EINVAL a bad
- *       deadline.
+ *       lf_conn_shutdown (one under way gives up within 50 ms) or, attached, when
+ *       the reactor was stopped and there is a dead connection to replace (no new
+ *       connection cures that; a live one still gives 0), EINVAL a bad deadline.
  *   int lf_conn_auto_reconnect(lf_conn *cn, int on)
  *       on: the first call to find the current connection dead (lf_conn_hold) calls
  *       lf_conn_reconnect first, with its own deadline (as many calls at once make
@@ -114,8 +123,9 @@
  *       EINVAL: out NULL, or cn NULL or closed (*out zeroed).
  *   int lf_conn_hold(lf_conn *cn, struct lf_conn_link **c, deadline)
  *       A call takes the current connection: *c, with a reference that keeps it
- *       (and its bound, c->b) alive until lf_conn_drop. 0, or nothing was taken and
- *       nothing must be sent: ECANCELED after lf_conn_shutdown; in automatic mode,
+ *       (and its bound, c->b) alive until lf_conn_drop. 0, or nothing was taken
+ *       (*c NULL: there is nothing to drop) and nothing must be sent: EINVAL cn or
+ *       c NULL; ECANCELED after lf_conn_shutdown; in automatic mode,
  *       what lf_conn_reconnect returned; with LF_CONN_REFUSE_DEAD, a dead current
  *       connection is refused with the error it died of (without the flag the call
  *       goes on to lf_bound_call, which fails as the bound's state says).
@@ -213,6 +223,10 @@ typedef struct lf_conn {
                                     * and next */
     pthread_cond_t ended;          /* an attempt to reconnect ended (CLOCK_MONOTONIC) */
     struct lf_conn_link *cur;      /* the connection calls take (NULL: closed) */
+    /* 1 from a successful lf_conn_open_until to lf_conn_close: the closed-or-not test
+     * of the functions that say EINVAL for a closed cn, made without the lock (which
+     * a closed cn no longer has) and without reading cur, which reconnects write */
+    LF__ATOMIC(int) open;
     struct lf_conn_link *conns;    /* the open ones: cur first, then old ones still held */
     int shut;                      /* lf_conn_shutdown was called: final */
     int automatic;                 /* lf_conn_auto_reconnect */
@@ -589,7 +603,14 @@ static inline int lf_conn_open_until(lf_conn *cn, const char *host, int port,
     }
     cn->cur->refs = 1; /* cn's own */
     cn->conns = cn->cur;
+    lf__store(&cn->open, 1, release);
     return 0;
+}
+
+/* 1 if cn is open (see lf_conn's open). */
+static inline int lf_conn__is_open(lf_conn *cn)
+{
+    return cn != NULL && lf__load(&cn->open, acquire) == 1;
 }
 
 /* The thread making a new connection was cancelled (lf_conn__dial's cleanup has
@@ -745,7 +766,7 @@ static inline int lf_conn_auto_reconnect(lf_conn *cn, int on)
 static inline int lf_conn_set_nest_max(lf_conn *cn, int levels)
 {
     struct lf_conn_link *c;
-    if (cn == NULL || cn->cur == NULL || levels < 0)
+    if (!lf_conn__is_open(cn) || levels < 0)
         return EINVAL;
     pthread_mutex_lock(&cn->lock);
     cn->nest_max = levels;
@@ -777,7 +798,7 @@ static inline int lf_conn_shutdown(lf_conn *cn)
 static inline int lf_conn_close(lf_conn *cn)
 {
     int busy;
-    if (cn == NULL || cn->cur == NULL)
+    if (!lf_conn__is_open(cn))
         return EINVAL;
     pthread_mutex_lock(&cn->lock);
     busy = cn->inside != 0 || cn->conns != cn->cur || cn->cur->next != NULL ||
@@ -785,6 +806,7 @@ static inline int lf_conn_close(lf_conn *cn)
     pthread_mutex_unlock(&cn->lock);
     if (busy)
         return EBUSY;
+    lf__store(&cn->open, 0, relaxed);
     lf_conn__link_free(cn->cur);
     cn->cur = cn->conns = NULL;
     pthread_cond_destroy(&cn->ended);
@@ -799,7 +821,7 @@ static inline int lf_conn_stats(lf_conn *cn, struct lf_conn_stats *out)
     if (out == NULL)
         return EINVAL;
     memset((void *)out, 0, sizeof *out);
-    if (cn == NULL || cn->cur == NULL)
+    if (!lf_conn__is_open(cn))
         return EINVAL;
     pthread_mutex_lock(&cn->lock);
     out->reconnects = cn->reconnects;
@@ -826,7 +848,7 @@ static inline int lf_conn__attach(lf_bound *b, void *reactor)
 static inline int lf_conn_attach(lf_conn *cn, lf_reactor *r)
 {
     int rc;
-    if (cn == NULL || cn->cur == NULL || r == NULL)
+    if (!lf_conn__is_open(cn) || r == NULL)
         return EINVAL;
     pthread_mutex_lock(&cn->lock);
     if (cn->reactor != NULL) {
@@ -848,18 +870,25 @@ static inline int lf_conn_hold(lf_conn *cn, struct lf_conn_link **c,
                                const struct timespec *deadline)
 {
     int rc, reconnect;
+    if (c != NULL)
+        *c = NULL;
+    if (cn == NULL || c == NULL)
+        return EINVAL;
     for (int tries = 0;; tries++) {
+        struct lf_conn_link *cur;
         rc = reconnect = 0;
         pthread_mutex_lock(&cn->lock);
-        *c = cn->cur;
+        cur = cn->cur;
         if (cn->shut)
             rc = ECANCELED;
-        else if (cn->automatic && (*c)->dead && tries == 0)
+        else if (cn->automatic && cur->dead && tries == 0)
             reconnect = 1; /* see lf_conn_auto_reconnect */
-        else if ((*c)->dead && (cn->flags & LF_CONN_REFUSE_DEAD))
-            rc = (*c)->dead; /* dead: nothing more goes out on it */
+        else if (cur->dead && (cn->flags & LF_CONN_REFUSE_DEAD))
+            rc = cur->dead; /* dead: nothing more goes out on it */
         else
-            (*c)->refs++;
+            cur->refs++;
+        if (rc == 0 && !reconnect)
+            *c = cur; /* taken: only then does the caller see it */
         pthread_mutex_unlock(&cn->lock);
         if (!reconnect)
             return rc;

@@ -140,8 +140,9 @@
  *   a handler of r that calls memc_get serves r's other handles while its reply is
  *   on the way, and a server whose threads all wait for memcached cannot dead-lock.
  *   Every connection memc_reconnect makes is attached to r too, before any call can
- *   take it. Offered where lf_reactor.h was included before memc.h (as
- *   lf_bound_attach is); r: not LF_REACTOR_CONCURRENT, not in a group. r's storage
+ *   take it. Offered where lf_reactor.h was included before memc.h and before
+ *   anything that includes lf_bound.h or lf_conn.h (redis.h too), as
+ *   lf_bound_attach is; r: not LF_REACTOR_CONCURRENT, not in a group. r's storage
  *   must outlive memc_close (as for lf_bound_destroy). lf_reactor_stop makes calls
  *   return ECANCELED or ECONNABORTED (as memc_shutdown does), and a reconnect that
  *   has a connection to replace ECANCELED.

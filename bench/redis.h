@@ -160,7 +160,7 @@
  *       lf_bound_stats (replies, stray: replies of calls that had given up, ...), how
  *       many connections redis_reconnect made, how many are open (the current one,
  *       and old ones that calls still hold) and the calls holding one. Any thread,
- *       any time. 0, or EINVAL (out NULL, or r NULL: *out zeroed).
+ *       any time. 0, or EINVAL (out NULL, or r NULL or not open: *out zeroed).
  *
  * CALLING CONTEXTS
  *   get, set, del, incr, ping

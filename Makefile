@@ -573,18 +573,21 @@ test: setup
 	@echo "building $(words $(PRE)) test binaries, two at a time$(if $(filter 1,$(FULL)), (the full matrix))..."
 	@$(MAKE) --no-print-directory -j2 prebuild
 	@echo "built in $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s; running $(words $(foreach m,$(MODES) dynamic,$(RUN_$m))) tests one at a time, and beside them $(words $(RUN_static)) static checks one at a time on one core (their verdicts follow the tests')"
-	@LINT_JOBS=1 MODEL_JOBS=1 setsid nice -n 19 $(MAKE) --no-print-directory -j1 run-static > $(BUILD)/static.out 2>&1 & st=$$!; \
-	 trap 'kill -s TERM -- -$$st 2>/dev/null || kill $$st 2>/dev/null; exit 130' INT TERM; \
+	@LINT_JOBS=1 MODEL_JOBS=1 setsid setpriv --pdeathsig TERM nice -n 19 \
+	   $(MAKE) --no-print-directory -j1 run-static > $(BUILD)/static.out 2>&1 & st=$$!; \
+	 trap 'kill -s TERM -- -$$st 2>/dev/null || kill $$st 2>/dev/null; exit 130' INT TERM HUP QUIT; \
 	 $(MAKE) --no-print-directory -j1 $(addprefix run-,$(MODES)) run-dynamic; rd=$$?; \
 	 wait $$st; rs=$$?; cat $(BUILD)/static.out; \
 	 echo "make test$(if $(filter 1,$(FULL)),-full): $$(($$(date +%s) - $$(cat $(RESULTS)/.start))) s"; \
-	 $(MAKE) --no-print-directory summary EXPECT=$(words $(foreach m,$(MODES) compile,$(RUN_$m))) || rd=1; \
-	 if [ $$rd -ne 0 ] || [ $$rs -ne 0 ]; then echo "make test: FAILED (tests' make $$rd, static checks' make $$rs)"; exit 1; fi
+	 $(MAKE) --no-print-directory summary EXPECT=$(words $(foreach m,$(MODES) compile,$(RUN_$m))); su=$$?; \
+	 if [ $$rd -ne 0 ] || [ $$rs -ne 0 ]; then echo "make test: FAILED (tests' make $$rd, static checks' make $$rs)"; exit 1; fi; \
+	 exit $$su
 
 $(if $(filter 1,$(FULL)),$(eval RUN_compile += $(FULL_compile)))
 # The checks that run no test of ours (compiles, static analysis, models, fuzzing,
 # install) run beside the tests, one at a time on one core at nice 19 (in a session of
-# their own, so an interrupt stops all of them): the tests must hold beside a busy
+# their own, which the trap stops whole on an interrupt or a hang-up, and which gets a
+# TERM if the recipe's shell is killed outright): the tests must hold beside a busy
 # neighbour anyway (stress-ci), and make test gains their minutes. make test fails if
 # either make failed or a check left no verdict, whatever the counts say.
 STATIC_compile := $(addprefix $(RESULTS)/compile/,$(foreach h,$(HEADERS),$(foreach c,gcc clang g++ clang++,$h.$c)) \

@@ -1,12 +1,14 @@
 /* defer.pml - lf.h's deferred promotions (DEFERRAL in its doc block, LF_DEFER_NS) for
  * the follower-set policies with the futex synchronizer, as lf_reactor_run's pool
- * runs them (no deadlines, LF_TAKEOVER=0). A leader that holds only young work
- * promotes a follower parked with a tick by posting WAKE_LEAD without waking it;
- * whoever asks to lead first takes that promotion (a takeover under the pool lock:
- * WAKE_LEAD -> WAITING, the follower back in the set); the follower takes it itself
- * at its tick (WAKE_LEAD -> LEADING under the lock). A thread that may not take it
- * (a notification pending) wakes it instead, and so do lf_pool_notify,
- * lf_pool_shutdown and a promoter that leaves.
+ * runs them (no deadlines; LF_TAKEOVER=0, or 1 with -DTAKEOVER=1: defer_takeover.pml).
+ * A leader that holds only young work promotes a follower parked with a tick by
+ * posting WAKE_DEFERRED without waking it; whoever asks to lead first takes that
+ * promotion (a takeover under the pool lock: WAKE_DEFERRED -> WAITING, the follower
+ * back in the set); the follower takes it itself at its tick (WAKE_DEFERRED ->
+ * LEADING under the lock). With LF_TAKEOVER=1 a thread back from processing also
+ * takes a woken promotion (WAKE_LEAD) whose follower has not run yet. A thread that
+ * may not take it (a notification pending) wakes it instead, and so do
+ * lf_pool_notify, lf_pool_shutdown and a promoter that leaves.
  *
  * Three threads in lf_pool_join, each handling up to EVENTS events (a leader with
  * none left waits until the shutdown interrupts it); the source says "young" or not
@@ -41,17 +43,20 @@
  *   lf__lead: p->lf__deferred -> lf__takeover       "take the deferred promotion"
  *   lf__lead: else lf__undefer                      undefer()
  *   lf__tick: the front follower parks with a tick "park", timed[me]
- *   lf__handoff_as(LF__MAY_DEFER), next->lf__timed  "defer": word LEAD, no wake
+ *   lf__handoff_as(LF__MAY_DEFER), next->lf__timed  "defer": word DLEAD, no wake
  *   lf__park: futex_wait(word, WAITING)             "sleep" / "claim"
  *   lf__follow: ETIMEDOUT at a tick: WAITING ->     "tick"
- *     park again; WAKE_LEAD -> LEADING, tick_lead
- *   lf__follow: WAKE_LEAD deferred less than         "young", ticked
+ *     park again; WAKE_DEFERRED -> LEADING, tick_lead
+ *   lf__follow: WAKE_DEFERRED less than              "young", ticked
  *     LF_DEFER_NS ago: lf__defer_sleep, look again
  *     (the age is time: any choice here)
  *   lf_pool_leave while processing: lf__undefer     "leave"
  */
 #ifndef FIXED
 #define FIXED 1
+#endif
+#ifndef TAKEOVER
+#define TAKEOVER 0
 #endif
 #define N 3
 #define NONE 255
@@ -157,12 +162,11 @@ lead:
     :: shutdown_flag -> unlock(); goto done
     :: else -> skip
     fi;
-    back = 0;
     took = 0;
     if
-    :: leader == NONE -> leader = me; unlock(); goto leading      /* take the slot */
-    :: leader != NONE && deferred && !notified[leader] ->         /* take the deferred */
-        g = leader;                                               /* promotion */
+    :: leader == NONE -> back = 0; leader = me; unlock(); goto leading /* the slot */
+    :: leader != NONE && (deferred || TAKEOVER && back) && !notified[leader] ->
+        g = leader;                                               /* take the promotion */
         atomic {                                                  /* one compare-and-swap */
             if
             :: word[g] == LEAD || word[g] == DLEAD -> word[g] = WAITING; took = 1
@@ -177,11 +181,12 @@ lead:
         nfollowers++;
         deferred = 0;
         leader = me;
-        g = 0; took = 0;
+        g = 0; took = 0; back = 0;
         unlock();
         goto leading
     :: else -> undefer()                                          /* not ours: wake it */
     fi;
+    back = 0;
     word[me] = WAITING;                                           /* lf__follow */
     parked[me] = 1;
     nfollowers++;
@@ -316,6 +321,8 @@ end:
                             word[1] == DLEAD && (leader != 1 || !deferred) ||
                             word[2] == DLEAD && (leader != 2 || !deferred)) -> assert(0) }
     :: atomic { !locked && shutdown_flag && deferred -> assert(0) } /* a shutdown undefers */
+    :: atomic { !locked && (parked[0] && notified[0] || parked[1] && notified[1] ||
+                            parked[2] && notified[2]) -> assert(0) } /* a lost notification */
 #if FIXED /* FIXED=0 breaks this: let the end-state check find what that costs */
     :: atomic { !locked && deferred && (leader == NONE || !timed[leader]) -> assert(0) }
 #endif

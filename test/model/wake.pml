@@ -10,8 +10,9 @@
  * waiter has returned. Every step is one atomic action, as the header's seq_cst
  * operations and system calls are.
  *
- * FIXED=1 is the header as it is. FIXED=0 is v1's LF_REACTOR_CONCURRENT wait, and
- * spin must find both of its lost wake-ups (test/model.sh checks):
+ * FIXED=1 is the header as it is. FIXED=0 is v1's LF_REACTOR_CONCURRENT wait, which
+ * has two lost wake-ups; test/model.sh checks that spin finds one (its search stops
+ * at the first error, so a run does not show it finds both):
  *   - a waiter that drained a kick and took one entry did not pass the kick on, so a
  *     second entry whose kick was coalesced with the first waited for a handler to
  *     return (the dead-lock here);

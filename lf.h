@@ -52,7 +52,8 @@
  *     Any other value is a compile error. LIFO, FIFO and HEAP wake exactly the chosen
  *     follower through its own synchronizer (Specific Notification), never a herd.
  *   LF_SYNC      the per-follower synchronizer of LIFO/FIFO/HEAP. Default LF_SYNC_FUTEX
- *                on Linux, LF_SYNC_PTHREAD elsewhere (and with LF_PORTABLE).
+ *                on Linux with glibc, LF_SYNC_PTHREAD elsewhere (musl too, and with
+ *                LF_PORTABLE). LF_SYNC_FUTEX on musl parks in 10 ms slices (below).
  *       LF_SYNC_FUTEX       a 32-bit futex word per follower (Linux).
  *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
  *   LF_TAKEOVER  0 or 1: whether a thread back from processing takes over a promotion
@@ -311,7 +312,9 @@
  *     a parked follower (lf_pool_lead, lf_pool_join)  leaves the follower set; if it
  *         was promoted in the meantime it hands the slot on, as lf_pool_leave does
  *         (the futex park turns cancellation asynchronous for its one system call,
- *         as libc does around its own; nothing else runs that way);
+ *         as libc does around its own; nothing else runs that way. Not with musl,
+ *         whose asynchronous cancellation breaks the cleanup: there the park waits
+ *         in 10 ms slices with a deferred cancellation point before each);
  *     the leader in the source's wait, a thread in dispatch (lf_pool_join)  hands
  *         the slot on (or stops counting as processing) and leaves the pool; the
  *         source's own wait and dispatch are cancellation points if they contain
@@ -359,11 +362,12 @@
 #if defined(__linux__) && !defined(LF_PORTABLE) && !defined(LF__LINUX)
 #define LF__LINUX 1
 #endif
+#include <limits.h> /* (glibc's says __GLIBC__, for the next line) */
 #ifndef LF_SYNC
-#ifdef LF__LINUX
+#if defined(LF__LINUX) && defined(__GLIBC__)
 #define LF_SYNC LF_SYNC_FUTEX
 #else
-#define LF_SYNC LF_SYNC_PTHREAD
+#define LF_SYNC LF_SYNC_PTHREAD /* (musl: see LF__SLICED_PARK) */
 #endif
 #endif
 #if LF_SYNC != LF_SYNC_FUTEX && LF_SYNC != LF_SYNC_PTHREAD
@@ -466,6 +470,19 @@
 #endif
 #endif
 #define LF__TSAN_SLICE_MS 10
+/* The futex park is a cancellation point through an asynchronous window (see
+ * lf__futex_wait), which needs a C library whose asynchronous cancellation runs the
+ * cleanup handlers as deferred cancellation would. musl's does not: after it, a
+ * cleanup that calls pthread_cond_wait faulted in SSE code on a misaligned stack
+ * (musl 1.2.3, x86-64; deferred cancellation at the same place was fine). So with
+ * any C library but glibc, and in a TSan build, the park waits in slices of
+ * LF__TSAN_SLICE_MS with a deferred cancellation point before each: the same
+ * contract, acted on up to a slice later, and an idle follower wakes once a slice.
+ * That is why LF_SYNC_PTHREAD (pthread_cond_wait: a cancellation point of libc's
+ * own) is the default there. */
+#if defined(LF__TSAN_WAITS) || !defined(__GLIBC__)
+#define LF__SLICED_PARK 1
+#endif
 
 #ifndef LF_ASSERT
 #include <assert.h>
@@ -931,10 +948,10 @@ static inline long lf__futex_wait_raw(lf_follower *f, uint32_t expect,
  * the system call alone, which is what libc does around its own blocking calls. Every
  * instruction of that window leaves the follower's state for the cleanup to read under
  * the lock (lf__unpark). The caller's type is back before anything else runs.
- * (ThreadSanitizer builds: see LF__TSAN_WAITS.) */
+ * (ThreadSanitizer builds and C libraries but glibc: see LF__SLICED_PARK.) */
 static inline long lf__futex_wait(lf_follower *f, uint32_t expect, const struct timespec *deadline)
 {
-#ifdef LF__TSAN_WAITS
+#ifdef LF__SLICED_PARK
     struct timespec slice;
     long rc;
     int last;

@@ -5,7 +5,7 @@
 #                                   and once under TSan, with the compile checks, lint,
 #                                   models and fuzzing beside them on one core; ends with
 #                                   "N passed, N failed"
-#   make test-full                  the whole matrix (FULL=1, about 25 minutes): every
+#   make test-full                  the whole matrix (FULL=1, about 50 minutes): every
 #                                   policy x backend, the sanitizers on more variants,
 #                                   bp flavour, m32, musl, ARM, longer fuzzing
 #   make test POLICIES=HEAP CC=clang   a slice of the matrix with another compiler

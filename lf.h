@@ -52,8 +52,10 @@
  *     Any other value is a compile error. LIFO, FIFO and HEAP wake exactly the chosen
  *     follower through its own synchronizer (Specific Notification), never a herd.
  *   LF_SYNC      the per-follower synchronizer of LIFO/FIFO/HEAP. Default LF_SYNC_FUTEX
- *                on Linux with glibc, LF_SYNC_PTHREAD elsewhere (musl too, and with
- *                LF_PORTABLE). LF_SYNC_FUTEX on musl parks in 10 ms slices (below).
+ *                on Linux with glibc, LF_SYNC_PTHREAD elsewhere (with any other C
+ *                library, musl too, and with LF_PORTABLE). LF_SYNC_FUTEX by name
+ *                without glibc parks in 10 ms slices (CANCELLATION): an idle follower
+ *                wakes about 100 times a second.
  *       LF_SYNC_FUTEX       a 32-bit futex word per follower (Linux).
  *       LF_SYNC_PTHREAD     a condition variable per follower, on the pool's mutex.
  *   LF_TAKEOVER  0 or 1: whether a thread back from processing takes over a promotion
@@ -312,9 +314,10 @@
  *     a parked follower (lf_pool_lead, lf_pool_join)  leaves the follower set; if it
  *         was promoted in the meantime it hands the slot on, as lf_pool_leave does
  *         (the futex park turns cancellation asynchronous for its one system call,
- *         as libc does around its own; nothing else runs that way. Not with musl,
- *         whose asynchronous cancellation breaks the cleanup: there the park waits
- *         in 10 ms slices with a deferred cancellation point before each);
+ *         as libc does around its own; nothing else runs that way. Only with glibc:
+ *         musl's asynchronous cancellation breaks the cleanup, so with any other C
+ *         library the park waits in 10 ms slices with a deferred cancellation point
+ *         before each, acted on up to a slice later);
  *     the leader in the source's wait, a thread in dispatch (lf_pool_join)  hands
  *         the slot on (or stops counting as processing) and leaves the pool; the
  *         source's own wait and dispatch are cancellation points if they contain
@@ -362,7 +365,7 @@
 #if defined(__linux__) && !defined(LF_PORTABLE) && !defined(LF__LINUX)
 #define LF__LINUX 1
 #endif
-#include <limits.h> /* (glibc's says __GLIBC__, for the next line) */
+#include <errno.h> /* (the C library's own: glibc's defines __GLIBC__) */
 #ifndef LF_SYNC
 #if defined(LF__LINUX) && defined(__GLIBC__)
 #define LF_SYNC LF_SYNC_FUTEX
@@ -461,7 +464,8 @@
  * the library's blocking waits other than pthread_cond_wait (which TSan handles)
  * therefore run with cancellation off, at most LF__TSAN_SLICE_MS at a time, and the
  * cancellation point is pthread_testcancel before each: the same contract, acted on
- * up to that much later. Every other build cancels inside the system call. */
+ * up to that much later. Every other build cancels inside the system call (the futex
+ * park without glibc excepted: LF__SLICED_PARK). */
 #if defined(__SANITIZE_THREAD__)
 #define LF__TSAN_WAITS 1
 #elif defined(__has_feature)
@@ -472,10 +476,12 @@
 #define LF__TSAN_SLICE_MS 10
 /* The futex park is a cancellation point through an asynchronous window (see
  * lf__futex_wait), which needs a C library whose asynchronous cancellation runs the
- * cleanup handlers as deferred cancellation would. musl's does not: after it, a
- * cleanup that calls pthread_cond_wait faulted in SSE code on a misaligned stack
- * (musl 1.2.3, x86-64; deferred cancellation at the same place was fine). So with
- * any C library but glibc, and in a TSan build, the park waits in slices of
+ * cleanup handlers as deferred cancellation would. musl's does not: it acts on the
+ * stack pointer the interrupted code had, and musl 1.2.3 on x86-64 ran the cleanups
+ * 8 bytes off the ABI's alignment, so any cleanup that reached SSE code faulted (one
+ * calling pthread_cond_wait, or snprintf; deferred cancellation at the same place
+ * was fine). So with any C library but glibc (one whose headers do not define
+ * __GLIBC__; uClibc-ng's do), and in a TSan build, the park waits in slices of
  * LF__TSAN_SLICE_MS with a deferred cancellation point before each: the same
  * contract, acted on up to a slice later, and an idle follower wakes once a slice.
  * That is why LF_SYNC_PTHREAD (pthread_cond_wait: a cancellation point of libc's

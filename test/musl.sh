@@ -1,7 +1,8 @@
 #!/bin/sh
 # test/musl.sh OUTDIR - lf.h's and lf_bound.h's tests built with musl-gcc (static) for
-# two policies and both synchronizers, and run. musl-gcc leaves the kernel's headers
-# off its path, so this is also where lf.h's own futex numbers are used.
+# LIFO on both synchronizers (LF_SYNC_PTHREAD is musl's default; LF_SYNC_FUTEX parks
+# in slices there) and CONDVAR, and run. musl-gcc leaves the kernel's headers off its
+# path, so this is also where lf.h's own futex numbers are used.
 # Needs musl-tools (make setup installs it).
 set -u
 [ $# -eq 1 ] || { echo "usage: test/musl.sh OUTDIR" >&2; exit 2; }
@@ -10,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 command -v musl-gcc >/dev/null 2>&1 || { echo "musl: no musl-gcc (install musl-tools: make setup)"; exit 1; }
 status=0 n=0
-for v in LIFO-FUTEX CONDVAR-PTHREAD; do
+for v in LIFO-FUTEX LIFO-PTHREAD CONDVAR-PTHREAD; do
     for t in "$root"/test/t_pool_*.c "$root"/test/t_bound_*.c; do
         name=$(basename "$t" .c).$v
         n=$((n + 1))

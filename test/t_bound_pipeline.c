@@ -465,8 +465,9 @@ static void reused_buffer(void)
     CHECK_EQ((int)(intptr_t)lft_join(t), 0);
     /* The pipe's handler runs in a turn of whichever call waits for its reply. Both
      * calls may end first: a turn whose read brought both replies hands both out, and
-     * the pipe's event, harvested in the same wait (poll lists the socket first), is
-     * left for a turn nobody takes. Then this thread turns until the handler ran. */
+     * the pipe's event, harvested in the same wait and next in the harvest's order,
+     * is left for a turn nobody takes. Then this thread turns until the handler ran
+     * (on it, then: the buffer reuse above is not exercised in that run). */
     for (int i = 0; i < 100 && !lft_load(&handler_in); i++) {
         struct timespec dl;
         int rc;

@@ -1761,6 +1761,7 @@ static inline int lf__follow(lf_pool *p, lf_follower *f, const struct timespec *
 static inline int lf__takeover(lf_pool *p, lf_follower *f)
 {
     lf_follower *g = p->lf__leader; /* not NULL: the caller found the slot taken */
+    uint32_t w;
 
     LF_ASSERT(g->lf__role == LF__LEADER);
     if (g->lf__notified)
@@ -1769,8 +1770,8 @@ static inline int lf__takeover(lf_pool *p, lf_follower *f)
     if (f->priority < g->priority)
         return 0;
 #endif
-    if (!lf__word_claim(g, LF__WAKE_DEFERRED, LF__WAITING) &&
-        !lf__word_claim(g, LF__WAKE_LEAD, LF__WAITING))
+    w = lf__load(&g->lf__word, relaxed); /* (under the lock only g's own claim moves it) */
+    if (!lf__is_promotion(w) || !lf__word_claim(g, w, LF__WAITING))
         return 0; /* it runs already (or has been waiting as leader since lf_pool_lead) */
     g->lf__role = LF__FOLLOWER;
     lf__set_putback(p, g);

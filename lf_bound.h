@@ -181,7 +181,20 @@
  *       ignored (c->id is the place, see IN ORDER); len 0 is EINVAL.
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
  *       is not waiting (not expected, or its result is already in). It withdraws the
- *       wait, not the request: one already sent stays sent.
+ *       wait, not the request: one already sent stays sent. A started call's result
+ *       is then ECANCELED, and its handler is told.
+ *   int lf_bound_start(b, c, id, const void *req, size_t len, deadline,
+ *                      lf_handler *h)          (hybrid only; ASYNCHRONOUS CALLS)
+ *       lf_bound_call without the join: the request goes out before it returns (the
+ *       deadline bounds that: queue and room, inherited as NESTING says), then h gets
+ *       LF_EV_NOTIFY once c's result is in, and lf_bound_collect takes it. 0: the
+ *       call is in flight. Else nothing is in flight (c is free): the errors of
+ *       lf_bound_call's send and expect; ENOTSUP on a bare bound; EINVAL for h, req
+ *       NULL or len 0. id as lf_bound_call's (ignored under LF_BOUND_IN_ORDER).
+ *   int lf_bound_collect(b, c)                 never waits: c's result (as a join
+ *       would return it: 0 with c->len bytes in c->buf, ECANCELED, ECONNABORTED,
+ *       ECONNRESET, EPROTO, EMSGSIZE, EBADMSG), and c is free; EINPROGRESS: not in
+ *       yet (nothing changed); ENOENT: c has no call (never started, or collected).
  *   int lf_bound_shutdown(b)                   every waiter returns ECONNABORTED (its
  *       request, if sent, may have been applied; its reply will not be read), a
  *       leader blocked in poll is woken, a send waiting for room gives up; later
@@ -349,6 +362,44 @@
  *   below waits past its deadline for the calls above it longer than their handlers
  *   take to return. The same holds for calls from a handle_close (it runs on a
  *   reactor thread). Do not make calls while holding a lock a handler takes.
+ *
+ * ASYNCHRONOUS CALLS (hybrid; TAO's asynchronous invocation, in the reactor's terms)
+ *   A blocking call holds its thread (and, nested, a level of its stack) until the
+ *   reply; a server that must have thousands of calls in flight on a few threads
+ *   starts them instead: lf_bound_start(b, c, id, req, len, deadline, h) sends the
+ *   request and returns; the reply is read by whichever thread the reactor gives
+ *   the connection to, placed in c (hooks as for any call), and h, a handler of the
+ *   bound's reactor, gets LF_EV_NOTIFY. h's handler then calls lf_bound_collect(b, c)
+ *   for the result. The completion is an event of h like any other: serialised with
+ *   h's reads and timers, coalesced with what is pending (one LF_EV_NOTIFY may stand
+ *   for several of h's calls: collect each; one may come for a call that is already
+ *   collected, or whose start failed: ENOENT). Nothing waits, so nothing nests: a
+ *   started call adds no depth and needs no stack.
+ *   No deadline of the call's own after the send: arm an lf_timer on h, and on its
+ *   LF_EV_TIMEOUT call lf_bound_cancel(b, c) (0: withdrawn, a reply that comes later
+ *   is stray) and lf_bound_collect (ECANCELED), or take the result that won the race.
+ *   c (and the reply buffer) belongs to the bound until collected: it must not be
+ *   freed, reused or destroyed before. A handle that goes away with calls in flight
+ *   (h's handle_close, which also runs for the handlers left at lf_reactor_destroy)
+ *   cancels and collects each first: after lf_bound_cancel returns, no thread
+ *   touches c or notifies h for it. A stopped reactor tells nobody (notify says
+ *   ECANCELED): the calls end with ECONNABORTED or ECANCELED and wait in their
+ *   contexts for handle_close's collect. lf_bound_join on a started context says
+ *   EINVAL and changes nothing; lf_bound_destroy says EBUSY until every started
+ *   context is collected.
+ *   Where each call may be made (b attached to r; h registered in r):
+ *     lf_bound_start     h's handler, another handler, a handle_close, any other
+ *                        thread (h must stay registered until the result is told:
+ *                        else it is told to nobody). After shutdown/stop:
+ *                        ECANCELED, nothing sent. From read_body or parse_header:
+ *                        never (the bound's lock is held).
+ *     lf_bound_collect   the thread that owns c: h's handler (usually on
+ *                        LF_EV_NOTIFY or LF_EV_TIMEOUT), h's handle_close, or the
+ *                        starter when it owns c outside the reactor. After stop and
+ *                        shutdown it still returns the result (ECONNABORTED ...).
+ *     lf_bound_cancel    any thread, any time the context is not yet collected.
+ *   Each result is told once, to h; a notify that cannot be posted (h removed, r
+ *   stopped) is lost, and the result stays in c for the collect.
  *
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
@@ -535,6 +586,9 @@ struct LF__CFG(lf_bound_ctx) {
                              * owner's own (set and cleared by its thread) */
     unsigned long long lf__pos; /* LF_BOUND_IN_ORDER: its place in the ring + 1 (0: not
                                  * on the wire); under the bound's lock */
+    void *lf__h; /* hybrid, lf_bound_start: the lf_handler told (LF_EV_NOTIFY) when the
+                  * result is in, instead of a waiting thread; NULL: a thread waits.
+                  * Set by expect, under the bound's lock */
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
@@ -1262,7 +1316,8 @@ static inline int lf__bound_ring_room(lf_bound *b)
 }
 
 /* expect; in order (in_order), with no id: the writer gives c its place */
-static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, int in_order)
+static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, int in_order,
+                                   void *h)
 {
     int rc = 0;
     pthread_mutex_lock(&b->lf__lock);
@@ -1282,6 +1337,7 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         c->len = 0;
         c->lf__state = LF__BC_WAITING;
         c->lf__pos = 0;
+        c->lf__h = h;
         c->lf__next = NULL;
         c->lf__pprev = NULL;
         if (!in_order)
@@ -1301,7 +1357,7 @@ static inline int lf_bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id)
         return EINVAL;
     if (b->lf__hooks.flags & LF_BOUND_IN_ORDER)
         return ENOTSUP; /* the place is the id: lf_bound_call only */
-    return lf__bound_expect(b, c, id, 0);
+    return lf__bound_expect(b, c, id, 0, NULL);
 }
 
 /* ------------------------------------------------------------------ >>pipelining
@@ -1411,7 +1467,7 @@ static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_
         pthread_mutex_lock(&b->lf__lock);
         if (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING) {
             lf__bound_withdraw_locked(b, c, rc);
-            if (c != self)
+            if (c != self && c->lf__h == NULL) /* (lf_bound_start collects it itself) */
                 lf__bound_wake(b, c);
         }
         pthread_mutex_unlock(&b->lf__lock);
@@ -1485,7 +1541,8 @@ static inline void lf__bound_orphan(lf_bound *b)
     lf__store(&b->lf__orphaned, 1, relaxed);
     pthread_mutex_lock(&b->lf__lock);
     for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
-        if (o->c && (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
+        if (o->c && o->c->lf__h == NULL && /* (lf_bound_start waits on lf__send_cv) */
+            (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
             lf__bound_wake(b, o->c);
     pthread_mutex_unlock(&b->lf__lock);
     pthread_cond_broadcast(&b->lf__send_cv); /* the waiting lf_bound_sends */
@@ -1999,6 +2056,8 @@ static inline int lf_bound_join(lf_bound *b, lf_bound_ctx *c, const struct times
     struct timespec inherited;
     if (!lf__bound_ok(b) || c == NULL)
         return EINVAL;
+    if (c->lf__h != NULL) /* (the owner's own field: expect sets it) */
+        return EINVAL; /* started (lf_bound_start): lf_bound_collect takes its result */
     if (!lf__deadline_ok(deadline)) {
         /* a malformed deadline: c is given up (EINVAL), unless its result is in
          * already, which is returned; either way c is free again */
@@ -2039,6 +2098,22 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     } else {
         rc = ENOENT;
     }
+    pthread_mutex_unlock(&b->lf__lock);
+    return rc;
+}
+
+/* Contract: the thread that owns c (a started call's: its handler, on LF_EV_NOTIFY,
+ * or its handle_close). Never waits. */
+static inline int lf_bound_collect(lf_bound *b, lf_bound_ctx *c)
+{
+    int rc;
+    if (!lf__bound_ok(b) || c == NULL)
+        return EINVAL;
+    pthread_mutex_lock(&b->lf__lock);
+    if (c->lf__state == LF__BC_IDLE)
+        rc = ENOENT;
+    else if (!lf__bound_collect(b, c, &rc))
+        rc = EINPROGRESS;
     pthread_mutex_unlock(&b->lf__lock);
     return rc;
 }
@@ -2102,7 +2177,8 @@ static inline int lf_bound_call(lf_bound *b, lf_bound_ctx *c, uint64_t id, const
             return EINVAL; /* no request, no place on the wire */
         id = 0; /* c->id says its place once it is on the wire */
     }
-    if ((rc = lf__bound_expect(b, c, id, (b->lf__hooks.flags & LF_BOUND_IN_ORDER) != 0)) != 0)
+    if ((rc = lf__bound_expect(b, c, id, (b->lf__hooks.flags & LF_BOUND_IN_ORDER) != 0,
+                                NULL)) != 0)
         return rc;
     if (len == 0)
         return lf_bound_join(b, c, deadline); /* nothing to write */
@@ -2273,6 +2349,12 @@ static inline int lf__bound_reactor_gone(lf_bound *b)
 static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
 {
     int cs;
+    if (c->lf__h != NULL) { /* started: its handler is told (ENOENT, ECANCELED: gone) */
+        cs = lf__nocancel_begin();
+        (void)lf_reactor_notify((lf_reactor *)b->lf__r, (lf_handler *)c->lf__h, LF_EV_NOTIFY);
+        lf__nocancel_end(cs);
+        return;
+    }
     if (c->lf__deep) {
         lf__bound_wake_bare(b, c);
         return;
@@ -2423,6 +2505,46 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
     b->lf__wakeup = lf__bound_wake_reactor;
     b->lf__poolstats = lf__bound_poolstats_reactor;
     return 0;
+}
+
+/* Contract: the thread that owns c, any thread of the process (usually a handler of
+ * r: h's own, or another's); hybrid only. The request goes out before this returns
+ * (as lf_bound_send_until: a writer waiting for room reads replies, runs no
+ * handler); no join follows: h gets LF_EV_NOTIFY once the result is in, and
+ * lf_bound_collect takes it (ASYNCHRONOUS CALLS). */
+static inline int lf_bound_start(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
+                                 size_t len, const struct timespec *deadline, lf_handler *h)
+{
+    lf__bound_out o;
+    lf__bound_plain p;
+    struct timespec inherited;
+    const struct timespec *until;
+    int rc, in_order;
+
+    if (!lf__bound_ok(b) || c == NULL || h == NULL || req == NULL || len == 0 ||
+        !lf__deadline_ok(deadline))
+        return EINVAL;
+    if (b->lf__r == NULL)
+        return ENOTSUP; /* bare: no reactor to tell h through */
+    if ((in_order = (b->lf__hooks.flags & LF_BOUND_IN_ORDER) != 0))
+        id = 0; /* c->id says its place once it is on the wire */
+    if ((rc = lf__bound_expect(b, c, id, in_order, (void *)h)) != 0)
+        return rc;
+    until = lf__bound_inherit(deadline, &inherited); /* (NESTING: a handler's send) */
+    lf__bound_out_init(&o, req, len, c, until);
+    lf__bound_sending_init(&p.s, b, until);
+    p.o = &o;
+    p.c = c;
+    if ((rc = lf__bound_out_wait(&p)) != 0) {
+        /* not out whole: the call never was (h may have been told; its collect then
+         * says ENOENT) */
+        int ignored;
+        pthread_mutex_lock(&b->lf__lock);
+        lf__bound_withdraw_locked(b, c, rc);
+        (void)lf__bound_collect(b, c, &ignored);
+        pthread_mutex_unlock(&b->lf__lock);
+    }
+    return rc;
 }
 
 /* CANCELLATION of a hybrid join, in lf_reactor_turn (the reactor's waits are

@@ -33,6 +33,18 @@
  *   2  calls never serve the reactor (memc_set_nest_max(&mc, 0), which holds for the
  *      connections a reconnect makes too): each call waits on the memcached
  *      connection alone, as a bare bound's would; for comparison
+ *   4  asynchronous calls (the lf.async row; lf_bound.h, ASYNCHRONOUS CALLS): the
+ *      handler starts the client's call (memc_get_start / memc_set_start, the
+ *      client's own handler told) and returns; the client's next dispatch with
+ *      LF_EV_NOTIFY takes the result (memc_finish) and writes the reply. Nothing
+ *      waits and nothing nests (max_depth 0), so every busy client has its call in
+ *      flight at once, each with its own deadline: a per-client lf_timer, whose
+ *      LF_EV_TIMEOUT aborts the call (memc_abort: ERR timeout). No fail-fast is
+ *      needed (FAIL-FAST below is for blocking calls). A client takes one request
+ *      at a time: its input is kept (up to 64 KiB, then READ is dropped) while its
+ *      call is in flight. A GET's value lands in a buffer of the client's own (it
+ *      must stay put while the call is in flight; 512 bytes, grown for a larger
+ *      value, which is fetched again as the blocking GET does).
  *
  * FAIL-FAST (on by default; -f 1 turns it off)
  *   A thread holds at most LF_BOUND_NEST_MAX + 1 calls, so the gateway has at most
@@ -81,6 +93,11 @@
 #define _GNU_SOURCE
 #endif
 #define LF_BOUND_REACTOR 1
+/* the epoll harvest: libuv's loop takes up to 1024 events per epoll_wait; with
+ * thousands of busy clients a harvest of 64 (the default) costs lf a wait per 64 */
+#ifndef LF_REACTOR_BATCH
+#define LF_REACTOR_BATCH 1024
+#endif
 #include "lf_reactor.h"
 #include "memc.h"
 #include "gw_proto.h"
@@ -100,6 +117,10 @@ static lf_timer accept_pause, stop_tick;
 static long long stop_at_ms;
 static atomic_int draining; /* SIGTERM came: take no new requests */
 static atomic_int busy;     /* connection dispatches running now */
+static atomic_int calls;    /* -f 4: calls started and not finished */
+/* -f 4: input kept while a call is in flight, before READ is dropped: a closed-loop
+ * client sends nothing meanwhile, so READ stays on (no epoll_ctl per request) */
+#define GW_ASYNC_INBUF (64u * 1024u)
 
 static struct {
     _Atomic unsigned long long requests, timeouts, backend, proto, failfast, clients,
@@ -233,6 +254,14 @@ struct conn {
     int drained;    /* the last read found the socket empty */
     int doomed;     /* ERR proto is queued: close once it is out */
     int stall_armed;
+    /* -f 4 (ASYNCHRONOUS CALLS): the client's one call in flight */
+    memc_op op;
+    lf_timer dl;          /* its deadline */
+    int inflight;         /* started, not finished: take no other request meanwhile */
+    int is_get, tries;    /* a GET (else a SET); its round trips so far */
+    unsigned char *vbuf;  /* where a GET's value lands (stable while in flight) */
+    size_t vcap;
+    char key[GW_KEY_MAX + 1];
 };
 
 static void put_str(struct conn *c, const char *s)
@@ -344,14 +373,121 @@ static void serve_one(struct conn *c, const struct gw_req *r)
     }
 }
 
+/* -f 4: start c's GET of c->key into c->vbuf (made large enough for want bytes). */
+static int start_get(struct conn *c, size_t want, const struct timespec *dl)
+{
+    if (want > c->vcap) {
+        unsigned char *p = (unsigned char *)realloc(c->vbuf, want);
+        if (p == NULL)
+            return ENOMEM;
+        c->vbuf = p;
+        c->vcap = want;
+    }
+    c->tries++;
+    return memc_get_start(&mc, &c->op, c->key, c->vbuf, c->vcap, &c->h, dl);
+}
+
+/* -f 4: the call is in flight (rc 0: the deadline's timer armed, c takes no other
+ * request until finish_call), or its start failed (rc: answered now). */
+static void started(struct conn *c, int rc)
+{
+    if (rc == 0) {
+        c->inflight = 1;
+        atomic_fetch_add(&calls, 1);
+        lf_reactor_timer_start(&reactor, &c->dl, &c->h, args.deadline_ms * 1000000LL, 0);
+        return;
+    }
+    if (rc == ETIMEDOUT) { /* the send's deadline: memcached takes nothing */
+        count(&st.timeouts);
+        put_str(c, GW_ERR_TIMEOUT);
+        return;
+    }
+    backend_check(rc);
+    count(&st.backend);
+    put_str(c, GW_ERR_BACKEND);
+}
+
+/* -f 4: one request, started (1: c waits for it now), or answered at once (0). */
+static int start_one(struct conn *c, const struct gw_req *r)
+{
+    struct timespec dl;
+    int rc;
+    count(&st.requests);
+    if (atomic_load(&be.down)) { /* memcached is away: on_backend reconnects */
+        count(&st.backend);
+        put_str(c, GW_ERR_BACKEND);
+        return 0;
+    }
+    lf_deadline_in(&dl, args.deadline_ms * 1000000LL); /* the send's: the timer the reply's */
+    c->tries = 0;
+    c->is_get = r->op == GW_GET;
+    if (c->is_get) {
+        memcpy(c->key, r->key, r->klen);
+        c->key[r->klen] = '\0';
+        rc = start_get(c, c->vcap ? c->vcap : 512, &dl);
+    } else {
+        char key[GW_KEY_MAX + 1];
+        memcpy(key, r->key, r->klen);
+        key[r->klen] = '\0';
+        rc = memc_set_start(&mc, &c->op, key, r->val, r->vlen, 0, 0, &c->h, &dl);
+    }
+    started(c, rc);
+    return c->inflight;
+}
+
+/* -f 4: c's call has its result (rc, from memc_finish; timed_out: c's timer aborted
+ * it); answer it, or start the second round trip of a large value. */
+static void finish_call(struct conn *c, int rc, size_t len, int timed_out)
+{
+    c->inflight = 0;
+    atomic_fetch_sub(&calls, 1);
+    if (!timed_out)
+        (void)lf_reactor_timer_cancel(&reactor, &c->dl);
+    if (c->is_get && rc == EMSGSIZE && len <= GW_VALUE_MAX && c->tries < 3) {
+        struct timespec dl;
+        lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
+        started(c, start_get(c, len, &dl));
+        return;
+    }
+    if (rc == 0)
+        rc = c->is_get ? put_value(c, c->vbuf, len) : (put_str(c, GW_STORED), 0);
+    else if (rc == ENOENT && c->is_get)
+        put_str(c, GW_MISS);
+    if (timed_out && rc == ECANCELED) {
+        count(&st.timeouts);
+        put_str(c, GW_ERR_TIMEOUT);
+    } else if (rc != 0 && rc != ENOENT) {
+        backend_check(rc);
+        count(&st.backend);
+        put_str(c, GW_ERR_BACKEND);
+    }
+}
+
+/* -f 4: a notification or the call's timer: its result, if it is in. */
+static void look_call(struct conn *c, uint32_t events)
+{
+    int timed_out = 0, rc;
+    size_t len = 0;
+    if (!c->inflight)
+        return;
+    if ((events & LF_EV_TIMEOUT) && lf_timer_fired(&c->dl)) {
+        timed_out = memc_abort(&mc, &c->op) == 0; /* ENOENT: the result won */
+    } else if (!(events & LF_EV_NOTIFY)) {
+        return;
+    }
+    if ((rc = memc_finish(&mc, &c->op, &len, NULL)) != EINPROGRESS)
+        finish_call(c, rc, len, timed_out);
+}
+
 /* Serve the whole requests in c->in. 1: none left whole; 0: stopped with some left
- * (the backlog is full, or SIGTERM). */
+ * (the backlog is full, SIGTERM, or -f 4's call in flight). */
 static int serve(struct conn *c)
 {
     while (!c->doomed) {
         struct gw_req r;
         int moved = 0;
-        if (c->out.len - c->out.off >= GW_BACKLOG || atomic_load_explicit(&draining, RELAXED))
+        if (c->inflight || c->out.len - c->out.off >= GW_BACKLOG ||
+            atomic_load_explicit(&draining, RELAXED))
             return 0;
         int k = gw_parse(c->in.p + c->in.off, c->in.len - c->in.off, &r, &c->need);
         if (k == 0)
@@ -366,7 +502,10 @@ static int serve(struct conn *c)
         /* a pipelining client gets the replies it has before we wait for the next */
         if (c->out.len > c->out.off)
             (void)flush_out(c, &moved);
-        serve_one(c, &r);
+        if (args.flags & 4) /* (the request is out when started: its bytes may go) */
+            (void)start_one(c, &r);
+        else
+            serve_one(c, &r);
         gw_buf_consume(&c->in, r.size);
         c->need = 0;
     }
@@ -390,6 +529,7 @@ static int on_conn_event(struct conn *c, int fd, uint32_t events)
             return LF_REMOVE;
         }
     }
+    look_call(c, events);
     if (!c->started) { /* the first dispatch (WRITE, see on_accept): the idle clock */
         c->started = 1;
         lf_reactor_timer_start(&reactor, &c->idle, h, args.idle_ms * 1000000LL, 0);
@@ -430,6 +570,7 @@ static int on_conn_event(struct conn *c, int fd, uint32_t events)
      * something is left: a client that does not read can neither make us keep more
      * than the backlog nor hold a thread */
     uint32_t want = (c->out.len - c->out.off < GW_BACKLOG && !c->eof && !c->doomed &&
+                             (!c->inflight || c->in.len - c->in.off < GW_ASYNC_INBUF) &&
                              !atomic_load_explicit(&draining, RELAXED)
                          ? LF_EV_READ
                          : 0u) |
@@ -450,6 +591,13 @@ static int on_conn(lf_handler *h, int fd, uint32_t events)
 static void on_conn_close(lf_handler *h) /* after the last dispatch; the fd is closed after */
 {
     struct conn *c = (struct conn *)h;
+    if (c->inflight) { /* -f 4: the call goes first (after the cancel nobody touches c) */
+        size_t len;
+        (void)memc_abort(&mc, &c->op);
+        (void)memc_finish(&mc, &c->op, &len, NULL);
+        atomic_fetch_sub(&calls, 1);
+    }
+    free(c->vbuf);
     gw_buf_free(&c->in);
     gw_buf_free(&c->out);
     free(c);
@@ -470,6 +618,7 @@ static int on_accept(lf_handler *h, int fd, uint32_t events)
         lf_handler_init(&c->h, on_conn, on_conn_close);
         lf_timer_init(&c->idle);
         lf_timer_init(&c->stall);
+        lf_timer_init(&c->dl);
         count(&st.clients);
         /* WRITE too: a new socket is writable, so the first dispatch comes at once and
          * starts the idle timer. From here on c is the reactor's. */
@@ -503,7 +652,7 @@ static int on_signal(lf_handler *h, int fd, uint32_t events)
         }
     }
     if ((events & LF_EV_TIMEOUT) && lf_timer_fired(&stop_tick) &&
-        (atomic_load(&busy) == 0 || gw_now_ms() > stop_at_ms))
+        ((atomic_load(&busy) == 0 && atomic_load(&calls) == 0) || gw_now_ms() > stop_at_ms))
         lf_reactor_stop(&reactor); /* every thread returns from lf_reactor_run */
     return LF_KEEP;
 }

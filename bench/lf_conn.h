@@ -137,6 +137,14 @@
  *       one destroys it, frees g->heap (a request's block, or NULL) and lets go of
  *       the connection (lf_conn_drop, which may free an old one). g->cn, g->c (from
  *       lf_conn_hold), g->ctx (initialised) and g->heap set before.
+ *   void lf_conn_start(struct lf_conn_guard *g, uint64_t id, const void *req,
+ *                      size_t len, const struct timespec *deadline, lf_handler *h)
+ *       Attached (lf_reactor.h included first): lf_bound_start instead of
+ *       lf_bound_call, the same cleanup. g->rc 0: the call is in flight, and the
+ *       reference and g->ctx stay with it: keep g->c, and once
+ *       lf_bound_collect(&g->c->b, g->ctx) says anything but EINPROGRESS (h is told,
+ *       lf_bound.h ASYNCHRONOUS CALLS), destroy the context and lf_conn_drop(cn,
+ *       g->c, that result). Otherwise as after lf_conn_call.
  *   void lf_conn_drop(lf_conn *cn, struct lf_conn_link *c, int rc)
  *       A call lets go of c (the last reference to an old connection frees it).
  *       rc: the call's result. ECONNRESET, EPIPE and EPROTO mark c dead, and so
@@ -925,6 +933,17 @@ static inline void lf_conn_call(struct lf_conn_guard *g, uint64_t id, const void
     g->rc = lf_bound_call(&g->c->b, g->ctx, id, req, len, deadline);
     pthread_cleanup_pop(0);
 }
+
+#ifdef LF_REACTOR_H_INCLUDED
+/* Contract: any thread, on the connection it holds (see THE FUNCTIONS). */
+static inline void lf_conn_start(struct lf_conn_guard *g, uint64_t id, const void *req,
+                                 size_t len, const struct timespec *deadline, lf_handler *h)
+{
+    pthread_cleanup_push(lf_conn__call_cancelled, g);
+    g->rc = lf_bound_start(&g->c->b, g->ctx, id, req, len, deadline, h);
+    pthread_cleanup_pop(0);
+}
+#endif
 
 #endif /* LF_CONN_H_INCLUDED */
 

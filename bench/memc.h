@@ -257,6 +257,8 @@ typedef struct memc {
     LF__ATOMIC(unsigned) next_id; /* the next opaque (lf.h's atomics: C11, or C++'s) */
 } memc;
 
+struct memc_op; /* an asynchronous call (ASYNCHRONOUS CALLS): the caller's storage */
+
 /* ------------------------------------------------------------------ the wire
  * Shared with code that speaks the protocol without lf_bound (the benchmark's
  * mutex variant). Big-endian throughout. */
@@ -539,10 +541,13 @@ static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
     return memc_status_errno(memc__last_status);
 }
 
-/* One request, one reply: take the connection, encode, send, wait, let it go. */
+/* One request, one reply: take the connection, encode, send, wait, let it go. With
+ * h (an lf_handler, attached): start the call instead, and on 0 leave the connection
+ * held in *keep, for memc_finish. */
 static inline int memc__request(memc *m, struct memc__call *call, unsigned opcode,
                                 const void *extras, size_t elen, const char *key, const void *val,
-                                size_t vlen, const struct timespec *deadline)
+                                size_t vlen, const struct timespec *deadline, void *h,
+                                struct lf_conn_link **keep)
 {
     unsigned char small[MEMC_STACK_REQ], *req = small;
     size_t klen = strlen(key), len = memc_request_len(elen, klen, vlen);
@@ -550,6 +555,8 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
     uint32_t id;
     int rc;
 
+    (void)h; /* (no reactor: no asynchronous call) */
+    (void)keep;
     memc__last_status = 0;
     call->op = opcode;
     /* the value's limit is the server's (E2BIG), the protocol's 32 bits ours */
@@ -570,7 +577,17 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
          * relaxed: the id only has to be unique, and the bound's lock orders the rest */
         id = lf__fetch_add(&m->next_id, 1u, relaxed);
         memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
-        lf_conn_call(&g, id, req, len, deadline);
+#ifdef LF_REACTOR_H_INCLUDED
+        if (h != NULL) {
+            lf_conn_start(&g, id, req, len, deadline, (lf_handler *)h);
+            if (g.rc == 0) { /* in flight: the request is out, the rest is finish's */
+                *keep = g.c;
+                free(g.heap);
+                return 0;
+            }
+        } else
+#endif
+            lf_conn_call(&g, id, req, len, deadline);
         lf_bound_ctx_destroy(&call->ctx);
         rc = memc__result(call, g.rc, opcode);
     }
@@ -591,7 +608,7 @@ static inline int memc_get(memc *m, const char *key, void *buf, size_t cap, size
     memset((void *)&call, 0, sizeof call);
     call.val = buf;
     call.cap = buf ? cap : 0;
-    rc = memc__request(m, &call, MEMC_OP_GET, NULL, 0, key, NULL, 0, deadline);
+    rc = memc__request(m, &call, MEMC_OP_GET, NULL, 0, key, NULL, 0, deadline, NULL, NULL);
     if (rc == 0 || rc == EMSGSIZE)
         *len = call.vlen;
     if (rc == 0 && flags)
@@ -608,7 +625,8 @@ static inline int memc_set(memc *m, const char *key, const void *val, size_t len
     memset((void *)&call, 0, sizeof call);
     memc_put32(extras, flags);
     memc_put32(extras + 4, exptime);
-    return memc__request(m, &call, MEMC_OP_SET, extras, sizeof extras, key, val, len, deadline);
+    return memc__request(m, &call, MEMC_OP_SET, extras, sizeof extras, key, val, len, deadline,
+                         NULL, NULL);
 }
 
 /* Contract: any thread. */
@@ -616,7 +634,76 @@ static inline int memc_delete(memc *m, const char *key, const struct timespec *d
 {
     struct memc__call call;
     memset((void *)&call, 0, sizeof call);
-    return memc__request(m, &call, MEMC_OP_DELETE, NULL, 0, key, NULL, 0, deadline);
+    return memc__request(m, &call, MEMC_OP_DELETE, NULL, 0, key, NULL, 0, deadline, NULL,
+                         NULL);
+}
+
+/* ------------------------------------------------------------------ asynchronous calls */
+
+struct memc_op {
+    /* private: the call (its context, what read_body finds) and the connection it is
+     * in flight on (NULL: none) */
+    struct memc__call call;
+    struct lf_conn_link *link;
+};
+typedef struct memc_op memc_op;
+
+#ifdef LF_REACTOR_H_INCLUDED
+/* Contract: any thread, attached m (see ASYNCHRONOUS CALLS). op: not in flight. */
+static inline int memc_get_start(memc *m, memc_op *op, const char *key, void *buf, size_t cap,
+                                 lf_handler *h, const struct timespec *deadline)
+{
+    if (op == NULL || h == NULL || op->link != NULL)
+        return EINVAL;
+    memset((void *)op, 0, sizeof *op);
+    op->call.val = buf;
+    op->call.cap = buf ? cap : 0;
+    return memc__request(m, &op->call, MEMC_OP_GET, NULL, 0, key, NULL, 0, deadline, h,
+                         &op->link);
+}
+
+/* Contract: as memc_get_start. The value is sent before it returns 0. */
+static inline int memc_set_start(memc *m, memc_op *op, const char *key, const void *val,
+                                 size_t len, uint32_t flags, uint32_t exptime, lf_handler *h,
+                                 const struct timespec *deadline)
+{
+    unsigned char extras[8];
+    if (op == NULL || h == NULL || op->link != NULL)
+        return EINVAL;
+    memset((void *)op, 0, sizeof *op);
+    memc_put32(extras, flags);
+    memc_put32(extras + 4, exptime);
+    return memc__request(m, &op->call, MEMC_OP_SET, extras, sizeof extras, key, val, len,
+                         deadline, h, &op->link);
+}
+#endif
+
+/* Contract: the owner of op, never waits (see ASYNCHRONOUS CALLS). */
+static inline int memc_finish(memc *m, memc_op *op, size_t *len, uint32_t *flags)
+{
+    int rc;
+    if (m == NULL || op == NULL || op->link == NULL)
+        return EINVAL; /* no call in flight */
+    rc = lf_bound_collect(&op->link->b, &op->call.ctx);
+    if (rc == EINPROGRESS)
+        return rc;
+    lf_bound_ctx_destroy(&op->call.ctx);
+    lf_conn_drop(&m->conn, op->link, rc);
+    op->link = NULL;
+    rc = memc__result(&op->call, rc, op->call.op);
+    if (op->call.op == MEMC_OP_GET && (rc == 0 || rc == EMSGSIZE) && len != NULL)
+        *len = op->call.vlen;
+    if (op->call.op == MEMC_OP_GET && rc == 0 && flags != NULL)
+        *flags = memc_get32(op->call.flags);
+    return rc;
+}
+
+/* Contract: any thread. */
+static inline int memc_abort(memc *m, memc_op *op)
+{
+    if (m == NULL || op == NULL || op->link == NULL)
+        return EINVAL;
+    return lf_bound_cancel(&op->link->b, &op->call.ctx);
 }
 
 #endif

@@ -16,13 +16,17 @@
 #   4. SIGTERM: exit 0 with its stats line, and the deepest nesting a handler saw is
 #      at most LF_BOUND_NEST_MAX + 1 (a join at the limit is one deeper than the
 #      handlers); a sanitizer report anywhere fails the test.
-# No timing asserts. About 30 s.
+# All of it twice: blocking calls (the default), and asynchronous ones (gw_lf -f 4:
+# lf_bound_start, the result taken on LF_EV_NOTIFY, a timer per call), where no
+# handler nests at all (max_depth 0) and a client dropped with its call in flight
+# hands the call back in its handle_close (ASan sees any use after the free).
+# No timing asserts. About 45 s.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: test/gateway.sh CC BUILD_DIR [full]" >&2; exit 2; }
 cc=$1
 build=$2
-bins=gw_lf.asan
-if [ "${3-}" = full ]; then bins="gw_lf gw_lf.asan"; fi
+runs="gw_lf.asan gw_lf.asan+async"
+if [ "${3-}" = full ]; then runs="gw_lf gw_lf+async $runs"; fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
@@ -75,13 +79,15 @@ fault() {
 }
 
 memc_start "$build"
-for bin in $bins; do
-    envs=
+for run in $runs; do
+    bin=${run%+async}
+    envs= flags=
     case $bin in *.asan) envs="ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1" ;; esac
-    echo "$bin:"
-    # shellcheck disable=SC2086 # envs: a list of assignments
-    gw_start "$build/$bin.out" env $envs "$build/$bin" -p 0 -t 2 -m "127.0.0.1:$memc_port" ||
-        fail "did not start"
+    [ "$run" = "$bin" ] || flags="-f 4"
+    echo "$run:"
+    # shellcheck disable=SC2086 # envs, flags: lists
+    gw_start "$build/$bin.out" env $envs "$build/$bin" -p 0 -t 2 -m "127.0.0.1:$memc_port" \
+        $flags || fail "did not start"
 
     "$build/gw_load" -p "$gw_port" -X 1 >"$build/proto.out" 2>&1 ||
         { cat "$build/proto.out" >&2; fail "the protocol"; }
@@ -102,6 +108,7 @@ for bin in $bins; do
     depth=$(gw_field max_depth "$gw_stats")
     nest=$(gw_field nest_max "$gw_stats")
     [ "$depth" -le $((nest + 1)) ] || fail "nesting $depth deep, the limit is $nest (+1)"
+    [ -z "$flags" ] || [ "$depth" = 0 ] || fail "asynchronous calls nested $depth deep"
     if grep -q -e 'Sanitizer' -e 'runtime error' "$build/$bin.out.err"; then
         fail "sanitizer report"
     fi

@@ -156,6 +156,33 @@
  *   its connection alone, and a thread holds one call at most). Without memc_attach
  *   it is kept but changes nothing (a bare call serves nothing).
  *
+ * ASYNCHRONOUS CALLS (attached m; lf_bound.h, ASYNCHRONOUS CALLS)
+ *   A blocking call holds its thread until the reply (hybrid: a nesting level of its
+ *   stack). A server that wants a call in flight for every busy client starts it
+ *   instead, and takes the result when its handler is told:
+ *     memc_op op;      (the caller's, e.g. in its connection's struct: it belongs to
+ *                       m from a start that returned 0 until memc_finish takes it)
+ *     rc = memc_get_start(&m, &op, key, buf, cap, &handler, deadline);
+ *     rc = memc_set_start(&m, &op, key, val, len, flags, exptime, &handler, deadline);
+ *         0: the request is out (buf must stay put until finish; val and key may go
+ *         at once); handler gets LF_EV_NOTIFY when the result is in. Anything else:
+ *         nothing is in flight, the result is a blocking call's (ECANCELED after
+ *         memc_shutdown or the reactor's stop, ECONNRESET, EPIPE, ETIMEDOUT: the send's
+ *         deadline, EINVAL also for op in flight or handler NULL, ...).
+ *     in handler, on LF_EV_NOTIFY:
+ *     rc = memc_finish(&m, &op, &len, &flags);     (len, flags: a get's; may be NULL)
+ *         EINPROGRESS: not in yet (a notification may stand for another call, or come
+ *         for one already taken); else the result, with RESULTS' meanings, and op is
+ *         free again (the connection let go). EINVAL: op has no call in flight.
+ *     rc = memc_abort(&m, &op);   ends the wait (not the request: it may be applied):
+ *         0, and memc_finish then says ECANCELED; ENOENT: the result is in already
+ *         (memc_finish takes it); EINVAL: nothing in flight. The deadline after the
+ *         send: an lf_timer on handler, whose LF_EV_TIMEOUT aborts and finishes.
+ *   handler's handle_close (which lf_reactor_destroy also runs) aborts and finishes a
+ *   call still in flight before op's memory goes. memc_close says EBUSY until every
+ *   op is finished. Without lf_reactor.h included first there are no starts
+ *   (memc_finish and memc_abort are there, and say EINVAL).
+ *
  * CALLING CONTEXTS
  *   get, set, delete
  *     many threads at once       each call takes the current connection, uses it,
@@ -175,6 +202,10 @@
  *     after memc_shutdown        ECANCELED
  *     cancelled in its connect   the socket is closed and the attempt given up: a
  *     or its wait                thread waiting for it makes its own
+ *   memc_get_start, memc_set_start: as get and set (no wait but the send's); from
+ *     handler itself, another handler, a handle_close or any thread.
+ *   memc_finish: the owner of op (handler, on LF_EV_NOTIFY or LF_EV_TIMEOUT, or its
+ *     handle_close); never waits. memc_abort: any thread, while op is in flight.
  *   memc_shutdown, memc_stats, memc_auto_reconnect, memc_set_nest_max,
  *   memc_last_status: any thread, any time. memc_open*, memc_attach: before any other
  *   thread uses m. memc_close: once no call is under way (EBUSY otherwise); nothing

@@ -34,6 +34,11 @@
  *       first connection and on the one memc_reconnect made. A second memc, idle
  *       through the kill with memc_set_nest_max(0), is reconnected afterwards: the
  *       limit came with the new connection (its calls wait deep, lf_bound_stats).
+ *       Then asynchronous calls on the reconnected memc: handlers start sets and gets
+ *       of their own keys (memc_set_start, memc_get_start) and take each result on
+ *       LF_EV_NOTIFY (memc_finish: the value they set, byte for byte); a get aborted
+ *       at once ends ECANCELED (or with its value, if the reply won); misuse says
+ *       EINVAL; nothing is left in flight (memc_close succeeds).
  *   t_memcached -c               memc_open_until's results (ECONNREFUSED, ETIMEDOUT
  *       from a listener whose queue is full, a non-routable address, EINVAL), and a
  *       connection's life against a fake memcached in the test: reconnect (also 8
@@ -837,6 +842,88 @@ static void nest_limit_kept(void)
     CHECK_EQ(memc_close(&M2), 0);
 }
 
+/* Asynchronous calls (memc_get_start, memc_set_start, memc_finish, memc_abort):
+ * ASYNC handlers, each ROUNDS x (set a value of its own, get it back), started from
+ * the handler and taken on LF_EV_NOTIFY, then one get aborted at once. */
+#define ASYNC 4
+#define AROUNDS 50
+static struct aworker {
+    lf_handler h;
+    int efd, id, round, stage; /* stage 0: start a set; 1: set in flight; 2: get; 3: done */
+    memc_op op;
+    unsigned char v[64], want[64];
+    size_t wlen;
+} A[ASYNC];
+static LFT_ATOMIC(int) a_done, a_aborted;
+
+static void a_value(struct aworker *a)
+{
+    a->wlen = (size_t)snprintf((char *)a->want, sizeof a->want, "async:%d:%d", a->id, a->round);
+}
+
+static int a_event(lf_handler *h, int fd, uint32_t ev)
+{
+    struct aworker *a = (struct aworker *)(void *)h;
+    char key[32];
+    size_t len = 0;
+    uint64_t n;
+    int rc;
+    (void)fd;
+    if (ev & LF_EV_READ)
+        CHECK(read(a->efd, &n, sizeof n) == (ssize_t)sizeof n);
+    snprintf(key, sizeof key, "as:%d", a->id);
+    if (a->stage == 1 || a->stage == 2) {
+        if ((rc = memc_finish(&M, &a->op, &len, NULL)) == EINPROGRESS)
+            return LF_KEEP; /* told for nothing (a notification may come for a taken call) */
+        CHECK_EQ(rc, 0);
+        if (a->stage == 1) { /* stored: get it back */
+            CHECK_EQ(memc_get_start(&M, &a->op, key, a->v, sizeof a->v, h, NULL), 0);
+            a->stage = 2;
+            return LF_KEEP;
+        }
+        CHECK_EQ(len, a->wlen);
+        CHECK(memcmp(a->v, a->want, len) == 0);
+        a->round++;
+        a->stage = 0;
+    }
+    if (a->stage == 0 && a->round == AROUNDS) { /* the last: a get, aborted at once */
+        CHECK_EQ(memc_get_start(&M, &a->op, key, a->v, sizeof a->v, h, NULL), 0);
+        CHECK_EQ(memc_get_start(&M, &a->op, key, a->v, sizeof a->v, h, NULL), EINVAL);
+        rc = memc_abort(&M, &a->op);
+        CHECK(rc == 0 || rc == ENOENT); /* ENOENT: the reply is in already */
+        rc = memc_finish(&M, &a->op, &len, NULL);
+        CHECK(rc == ECANCELED || (rc == 0 && len == a->wlen));
+        if (rc == ECANCELED)
+            lft_add(&a_aborted, 1);
+        CHECK_EQ(memc_finish(&M, &a->op, &len, NULL), EINVAL); /* nothing in flight */
+        CHECK_EQ(memc_abort(&M, &a->op), EINVAL);
+        a->stage = 3;
+        lft_add(&a_done, 1);
+    } else if (a->stage == 0) {
+        a_value(a);
+        CHECK_EQ(memc_set_start(&M, &a->op, key, a->want, a->wlen, 0, 0, h, NULL), 0);
+        a->stage = 1;
+    }
+    return LF_KEEP;
+}
+
+static void async_calls(void)
+{
+    memc_op op;
+    memset(&op, 0, sizeof op);
+    CHECK_EQ(memc_get_start(&M, &op, "as:x", NULL, 0, NULL, NULL), EINVAL); /* no handler */
+    CHECK_EQ(memc_finish(&M, &op, NULL, NULL), EINVAL);
+    for (int i = 0; i < ASYNC; i++) {
+        A[i].id = i;
+        CHECK((A[i].efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0);
+        lf_handler_init(&A[i].h, a_event, NULL);
+        CHECK_EQ(lf_reactor_register(&R, &A[i].h, A[i].efd, LF_EV_READ), 0);
+    }
+    for (int i = 0; i < ASYNC; i++)
+        poke(A[i].efd);
+    AWAIT(lft_load(&a_done) == ASYNC, "every asynchronous worker's last call");
+}
+
 static void served_while_waiting(void)
 {
     lft_store(&y_ran, 0);
@@ -921,6 +1008,7 @@ static void hybrid(int port, const char *killfile)
     for (int i = 0; i < WORKERS; i++)
         lft_add(&h_after, W[i].after_ok);
     nest_limit_kept();
+    async_calls();
     CHECK_EQ(lf_reactor_stop(&R), 0);
     for (int i = 0; i < 2; i++)
         CHECK(pthread_join(th[i], NULL) == 0);
@@ -933,10 +1021,11 @@ static void hybrid(int port, const char *killfile)
            "checked, %lld connection errors met (%lld on a new connection), %lld "
            "memc_reconnect from handlers, %llu connection(s) made, %lld calls on the new "
            "memcached; a call's wait served another handler (depth 1) before the kill "
-           "and after the restart; a nesting limit of 0 held over a reconnect\n",
+           "and after the restart; a nesting limit of 0 held over a reconnect; %d x %d "
+           "asynchronous set and get checked, %d of %d aborted gets ended ECANCELED\n",
            WORKERS, lft_load(&h_ok), lft_load(&h_errors) + lft_load(&h_new_died),
            lft_load(&h_new_died), lft_load(&h_reconnects), st.reconnects,
-           lft_load(&h_after));
+           lft_load(&h_after), ASYNC, AROUNDS, lft_load(&a_aborted), ASYNC);
 }
 
 /* ------------------------------------------------------------------ connections */

@@ -302,7 +302,8 @@
  *   writes nothing and returns ECANCELED; waiters get ECONNABORTED, and a call that
  *   overlaps the stop reports its request as sent (0, ECONNABORTED) or not
  *   (ECANCELED), as under lf_bound_shutdown.
- *   Teardown: lf_bound_destroy and lf_reactor_destroy may come in either order, but
+ *   Teardown: lf_bound_destroy and lf_reactor_destroy may come in either order
+ *   (with started calls in flight at the stop: the reactor first, ASYNCHRONOUS CALLS), but
  *   the reactor's storage must stay valid (destroyed is fine, freed is not) until
  *   lf_bound_destroy returns: expect, send, join and stats look at the reactor to
  *   learn of its stop, and must not race its destroy either (call them after the
@@ -373,20 +374,39 @@
  *   for the result. The completion is an event of h like any other: serialised with
  *   h's reads and timers, coalesced with what is pending (one LF_EV_NOTIFY may stand
  *   for several of h's calls: collect each; one may come for a call that is already
- *   collected, or whose start failed: ENOENT). Nothing waits, so nothing nests: a
- *   started call adds no depth and needs no stack.
+ *   collected: ENOENT, or EINPROGRESS once c carries the next call). Nothing waits,
+ *   so nothing nests: a started call adds no depth and needs no stack. A handler
+ *   that lives on notifications and timers alone needs a handle all the same: an
+ *   eventfd (or a pipe) registered with LF_EV_READ, then lf_reactor_modify(r, h, 0).
+ *   Until lf_bound_start returns, c is the starter's: whatever finishes the call
+ *   meanwhile (a cancel, a failure, a shutdown, its reply) tells h nothing, and a
+ *   collect says EINPROGRESS; a start that returns 0 tells h then if the result is
+ *   in. A start that fails (its error says why: the send's, as lf_bound_call's)
+ *   leaves no call: h is never told of it, collect says ENOENT.
+ *   Its send waits as lf_bound_send_until's does (queue, room: reading replies, no
+ *   handler), with the deadline given, or, from a handler that a blocking hybrid
+ *   join dispatched, the earlier of it and that join's (NESTING): there a start with
+ *   no deadline of its own may say ETIMEDOUT at once, the outer join's deadline past.
  *   No deadline of the call's own after the send: arm an lf_timer on h, and on its
  *   LF_EV_TIMEOUT call lf_bound_cancel(b, c) (0: withdrawn, a reply that comes later
  *   is stray) and lf_bound_collect (ECANCELED), or take the result that won the race.
+ *   The cancel tells h too (the notification it posts comes after the collect, and
+ *   that collect says ENOENT, or EINPROGRESS for the next call on c): one spare
+ *   dispatch per cancel.
  *   c (and the reply buffer) belongs to the bound until collected: it must not be
  *   freed, reused or destroyed before. A handle that goes away with calls in flight
  *   (h's handle_close, which also runs for the handlers left at lf_reactor_destroy)
  *   cancels and collects each first: after lf_bound_cancel returns, no thread
  *   touches c or notifies h for it. A stopped reactor tells nobody (notify says
- *   ECANCELED): the calls end with ECONNABORTED or ECANCELED and wait in their
- *   contexts for handle_close's collect. lf_bound_join on a started context says
- *   EINVAL and changes nothing; lf_bound_destroy says EBUSY until every started
- *   context is collected.
+ *   ECANCELED): a call's result waits in its context for handle_close's cancel and
+ *   collect, which say what it was (0 for a reply that came before the stop,
+ *   ECONNRESET, ... as a join's; ECANCELED, or ECONNABORTED once the bound has
+ *   learnt of the stop, for one still waiting). So with started calls in flight at
+ *   a stop, destroy the reactor first (its handle_close calls collect them) and the
+ *   bound after: lf_bound_destroy says EBUSY until every started context is
+ *   collected. lf_bound_join on a started context says EINVAL and changes nothing.
+ *   h must be a handler registered in b's reactor (not checked: a result for
+ *   anything else is told to nobody, and waits in c for a collect).
  *   Where each call may be made (b attached to r; h registered in r):
  *     lf_bound_start     h's handler, another handler, a handle_close, any other
  *                        thread (h must stay registered until the result is told:
@@ -396,11 +416,11 @@
  *     lf_bound_collect   the thread that owns c: h's handler (usually on
  *                        LF_EV_NOTIFY or LF_EV_TIMEOUT), h's handle_close, or the
  *                        starter when it owns c outside the reactor. After stop and
- *                        shutdown it still returns the result (ECONNABORTED ...).
+ *                        shutdown it still returns the result (above).
  *     lf_bound_cancel    any thread, any time the context is not yet collected.
  *   Each result is told once, to h; a notify that cannot be posted (h removed, r
  *   stopped) is lost, and the result stays in c for the collect.
- *
+
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
  *   the bound's mutex, with the contexts themselves as the nodes: no allocation per
@@ -422,11 +442,12 @@
  *   counts once in stats.cancelled, not in stats.cancels (lf_bound_cancel's). The
  *   other threads go on with their calls; lf_bound_shutdown and lf_bound_destroy
  *   work as before. The waits, and what their cleanup gives back:
- *     waiting for its request to go out (send; hybrid call)   the request is taken
- *         out of the queue if nothing of it was written; if a writer has it, waited
- *         for; if it was handed on cut part-way, finished (until its deadline, with
- *         none until the peer takes it: a cancel never cuts a request). A call's
- *         context is withdrawn.
+ *     waiting for its request to go out (send; hybrid call; lf_bound_start)  the
+ *         request is taken out of the queue if nothing of it was written; if a
+ *         writer has it, waited for; if it was handed on cut part-way, finished
+ *         (until its deadline, with none until the peer takes it: a cancel never cuts
+ *         a request). A call's context is withdrawn and collected (a started one's
+ *         handler is never told of it).
  *     any wait of a bare lf_bound_call's join (below)   as a join's; then its
  *         request, as for a send.
  *     parked as a follower (join, call; bare)  lf.h takes the follower out of the
@@ -589,6 +610,8 @@ struct LF__CFG(lf_bound_ctx) {
     void *lf__h; /* hybrid, lf_bound_start: the lf_handler told (LF_EV_NOTIFY) when the
                   * result is in, instead of a waiting thread; NULL: a thread waits.
                   * Set by expect, under the bound's lock */
+    int lf__starting; /* lf_bound_start has not returned: c is still the starter's (no
+                       * notify, collect says EINPROGRESS); under the bound's lock */
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
@@ -1135,6 +1158,7 @@ static inline int lf__bound_collect(lf_bound *b, lf_bound_ctx *c, int *rc)
         return 0;
     *rc = c->lf__result;
     c->lf__state = LF__BC_IDLE;
+    c->lf__starting = 0;
     b->lf__in_flight--;
     return 1;
 }
@@ -1338,6 +1362,7 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         c->lf__state = LF__BC_WAITING;
         c->lf__pos = 0;
         c->lf__h = h;
+        c->lf__starting = h != NULL;
         c->lf__next = NULL;
         c->lf__pprev = NULL;
         if (!in_order)
@@ -2112,8 +2137,8 @@ static inline int lf_bound_collect(lf_bound *b, lf_bound_ctx *c)
     pthread_mutex_lock(&b->lf__lock);
     if (c->lf__state == LF__BC_IDLE)
         rc = ENOENT;
-    else if (!lf__bound_collect(b, c, &rc))
-        rc = EINPROGRESS;
+    else if (c->lf__starting || !lf__bound_collect(b, c, &rc))
+        rc = EINPROGRESS; /* (its start has not returned: the result is told after) */
     pthread_mutex_unlock(&b->lf__lock);
     return rc;
 }
@@ -2350,6 +2375,8 @@ static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
 {
     int cs;
     if (c->lf__h != NULL) { /* started: its handler is told (ENOENT, ECANCELED: gone) */
+        if (c->lf__starting)
+            return; /* lf_bound_start tells it as it returns */
         cs = lf__nocancel_begin();
         (void)lf_reactor_notify((lf_reactor *)b->lf__r, (lf_handler *)c->lf__h, LF_EV_NOTIFY);
         lf__nocancel_end(cs);
@@ -2535,15 +2562,21 @@ static inline int lf_bound_start(lf_bound *b, lf_bound_ctx *c, uint64_t id, cons
     lf__bound_sending_init(&p.s, b, until);
     p.o = &o;
     p.c = c;
-    if ((rc = lf__bound_out_wait(&p)) != 0) {
-        /* not out whole: the call never was (h may have been told; its collect then
-         * says ENOENT) */
+    rc = lf__bound_out_wait(&p);
+    /* c has been ours until now: whatever finished it meanwhile (a cancel, a failure,
+     * a shutdown, even the reply) told nobody, and no collect took it */
+    pthread_mutex_lock(&b->lf__lock);
+    if (rc != 0) {
+        /* not out whole: the call never was; the send's error is its one result */
         int ignored;
-        pthread_mutex_lock(&b->lf__lock);
         lf__bound_withdraw_locked(b, c, rc);
         (void)lf__bound_collect(b, c, &ignored);
-        pthread_mutex_unlock(&b->lf__lock);
+    } else {
+        c->lf__starting = 0;
+        if (c->lf__state == LF__BC_DONE)
+            lf__bound_wake(b, c); /* in already: told now */
     }
+    pthread_mutex_unlock(&b->lf__lock);
     return rc;
 }
 

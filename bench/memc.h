@@ -165,7 +165,9 @@
  *     rc = memc_get_start(&m, &op, key, buf, cap, &handler, deadline);
  *     rc = memc_set_start(&m, &op, key, val, len, flags, exptime, &handler, deadline);
  *         0: the request is out (buf must stay put until finish; val and key may go
- *         at once); handler gets LF_EV_NOTIFY when the result is in. Anything else:
+ *         at once); handler gets LF_EV_NOTIFY when the result is in (never before
+ *         the start returns; started from another thread, op is that thread's until
+ *         then: handler must not finish it before, keep a flag of your own). Anything else:
  *         nothing is in flight, the result is a blocking call's (ECANCELED after
  *         memc_shutdown or the reactor's stop, ECONNRESET, EPIPE, ETIMEDOUT: the send's
  *         deadline, EINVAL also for op in flight or handler NULL, ...).
@@ -572,6 +574,12 @@ static inline int memc__result(struct memc__call *call, int rc, unsigned opcode)
     return memc_status_errno(memc__last_status);
 }
 
+/* a start cancelled in its send (lf_conn_start's cleanup let the connection go) */
+static inline void memc__unkeep(void *keep)
+{
+    *(struct lf_conn_link **)keep = NULL;
+}
+
 /* One request, one reply: take the connection, encode, send, wait, let it go. With
  * h (an lf_handler, attached): start the call instead, and on 0 leave the connection
  * held in *keep, for memc_finish. */
@@ -610,12 +618,17 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
         memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
 #ifdef LF_REACTOR_H_INCLUDED
         if (h != NULL) {
+            /* the op names its connection before the start (its handler may look at
+             * it as soon as the start returns, which is before this function does) */
+            *keep = g.c;
+            pthread_cleanup_push(memc__unkeep, keep); /* cancelled in the send: no call */
             lf_conn_start(&g, id, req, len, deadline, (lf_handler *)h);
+            pthread_cleanup_pop(0);
             if (g.rc == 0) { /* in flight: the request is out, the rest is finish's */
-                *keep = g.c;
                 free(g.heap);
                 return 0;
             }
+            *keep = NULL;
         } else
 #endif
             lf_conn_call(&g, id, req, len, deadline);

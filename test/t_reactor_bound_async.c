@@ -30,7 +30,13 @@
  *   (ENOTSUP), with h NULL or len 0 (EINVAL); lf_bound_join on a started context
  *   (EINVAL; the call stays in flight and is collected after); collect on a context
  *   that has no call (ENOENT) and before the reply (EINPROGRESS); the same context
- *   started twice (EBUSY); lf_bound_destroy with a result not collected (EBUSY). */
+ *   started twice (EBUSY); lf_bound_destroy with a result not collected (EBUSY).
+ * - F, a start from a thread that is not h's handler, whose request waits for room
+ *   (the peer does not read): the context stays the starter's until lf_bound_start
+ *   returns. A cancel meanwhile tells h nothing and lets nobody collect; once the
+ *   peer reads, the start returns 0 and h is told, and collects ECANCELED. A
+ *   shutdown meanwhile makes the start return ECANCELED (nothing was written), and h
+ *   is never told of that call: its start's error is its one result. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
 #include "lf_frames.h"
@@ -461,9 +467,103 @@ static void part_e(void)
     printf("  E: misuse answered with its error, nothing changed\n");
 }
 
+/* F */
+static lf_bound_ctx fc;
+static lf_handler fh;
+static unsigned char fbuf[BODY];
+static LFT_ATOMIC(int) f_told, f_got = -1, f_start = -1;
+
+static int on_f(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)fd;
+    if (events & LF_EV_NOTIFY) {
+        int rc = lf_bound_collect(&b, &fc);
+        lft_add(&f_told, 1);
+        if (rc != EINPROGRESS && rc != ENOENT)
+            lft_store(&f_got, rc);
+    }
+    return LF_KEEP;
+}
+
+static void *f_starter(void *arg)
+{
+    unsigned char req[HDR + BODY];
+    (void)arg;
+    lft_put_header(req, MAGIC, BODY, 7);
+    body_of(7, req + HDR);
+    lft_store(&f_start, lf_bound_start(&b, &fc, 7, req, sizeof req, NULL, &fh));
+    return NULL;
+}
+
+static void part_f(void)
+{
+    struct lf_bound_hooks hk;
+    pthread_t st, rt;
+    size_t junk;
+    int efd;
+
+    lft_hooks(&hk);
+    lft_pair(sv, 4096);
+    junk = lft_fill_socket(sv[0]); /* the peer reads nothing until told */
+    lft_hybrid_open(&b, &r, sv[0], &hk);
+    CHECK_EQ(lf_bound_ctx_init(&fc, fbuf, sizeof fbuf, 0), 0);
+    lf_handler_init(&fh, on_f, NULL);
+    CHECK((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0);
+    CHECK_EQ(lf_reactor_register(&r, &fh, efd, LF_EV_READ), 0);
+    CHECK_EQ(lf_reactor_modify(&r, &fh, 0), 0);
+    CHECK(pthread_create(&rt, NULL, runner, NULL) == 0);
+
+    /* a cancel while the start waits for room */
+    CHECK(pthread_create(&st, NULL, f_starter, NULL) == 0);
+    AWAIT(lft_stats(&b).in_flight == 1, "the start's context in flight");
+    lft_sleep_ms(20);
+    CHECK_EQ(lft_load(&f_start), -1); /* the socket is full: it cannot have returned */
+    CHECK_EQ(lf_bound_cancel(&b, &fc), 0);
+    lft_sleep_ms(20);
+    CHECK_EQ(lft_load(&f_told), 0); /* not before the start returns */
+    {
+        unsigned char got[HDR + BODY];
+        CHECK(lft_skip(sv[1], junk));
+        CHECK(lft_read_all(sv[1], got, sizeof got)); /* the request went out whole */
+    }
+    lft_join(st);
+    CHECK_EQ(lft_load(&f_start), 0);
+    AWAIT(lft_load(&f_got) == ECANCELED, "h told, and its collect ECANCELED");
+    CHECK_EQ(lft_stats(&b).in_flight, 0);
+
+    /* a shutdown while the start waits for room */
+    int told = lft_load(&f_told);
+    junk = lft_fill_socket(sv[0]);
+    lft_store(&f_start, -1);
+    lft_store(&f_got, -1);
+    CHECK(pthread_create(&st, NULL, f_starter, NULL) == 0);
+    AWAIT(lft_stats(&b).in_flight == 1, "the start's context in flight");
+    lft_sleep_ms(20);
+    CHECK_EQ(lft_load(&f_start), -1);
+    CHECK_EQ(lf_bound_shutdown(&b), 0);
+    lft_join(st);
+    CHECK_EQ(lft_load(&f_start), ECANCELED); /* nothing of it was written */
+    CHECK_EQ(lf_bound_collect(&b, &fc), ENOENT); /* no call: the start's error was all */
+    lft_sleep_ms(20);
+    CHECK_EQ(lft_load(&f_told), told);
+    CHECK_EQ(lft_load(&f_got), -1);
+    (void)junk;
+
+    lf_reactor_stop(&r);
+    lft_join(rt);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    lf_bound_ctx_destroy(&fc);
+    close(sv[0]);
+    close(sv[1]);
+    printf("  F: a start from another thread kept its context until it returned: a cancel "
+           "was told after it, a shutdown not at all\n");
+}
+
 int main(int argc, char **argv)
 {
-    const char *parts = argc > 1 ? argv[1] : "ABCDE";
+    const char *parts = argc > 1 ? argv[1] : "ABCDEF";
     double t0 = lft_now();
     lft_start("t_reactor_bound_async", 30);
     printf("t_reactor_bound_async %s/%s:\n", lf_reactor_backend_name(), lf_promote_name());
@@ -477,6 +577,8 @@ int main(int argc, char **argv)
         part_d();
     if (strchr(parts, 'E'))
         part_e();
+    if (strchr(parts, 'F'))
+        part_f();
     printf("  in %.2f s\n", lft_now() - t0);
     lft_pass();
     return 0;

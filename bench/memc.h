@@ -580,6 +580,24 @@ static inline void memc__unkeep(void *keep)
     *(struct lf_conn_link **)keep = NULL;
 }
 
+#ifdef LF_REACTOR_H_INCLUDED
+/* The start of an asynchronous call: the op names its connection before it (its
+ * handler may look at it as soon as the start returns, which is before
+ * memc__request does), and again none if the start fails or is cancelled. (A
+ * function of its own: nothing changes between the cleanup's push and pop.) */
+static inline void memc__start(struct lf_conn_guard *g, uint32_t id, const void *req,
+                               size_t len, const struct timespec *deadline, lf_handler *h,
+                               struct lf_conn_link **keep)
+{
+    *keep = g->c;
+    pthread_cleanup_push(memc__unkeep, keep);
+    lf_conn_start(g, id, req, len, deadline, h);
+    pthread_cleanup_pop(0);
+    if (g->rc != 0)
+        *keep = NULL;
+}
+#endif
+
 /* One request, one reply: take the connection, encode, send, wait, let it go. With
  * h (an lf_handler, attached): start the call instead, and on 0 leave the connection
  * held in *keep, for memc_finish. */
@@ -618,17 +636,11 @@ static inline int memc__request(memc *m, struct memc__call *call, unsigned opcod
         memc_encode(req, opcode, id, extras, elen, key, klen, val, vlen);
 #ifdef LF_REACTOR_H_INCLUDED
         if (h != NULL) {
-            /* the op names its connection before the start (its handler may look at
-             * it as soon as the start returns, which is before this function does) */
-            *keep = g.c;
-            pthread_cleanup_push(memc__unkeep, keep); /* cancelled in the send: no call */
-            lf_conn_start(&g, id, req, len, deadline, (lf_handler *)h);
-            pthread_cleanup_pop(0);
+            memc__start(&g, id, req, len, deadline, (lf_handler *)h, keep);
             if (g.rc == 0) { /* in flight: the request is out, the rest is finish's */
                 free(g.heap);
                 return 0;
             }
-            *keep = NULL;
         } else
 #endif
             lf_conn_call(&g, id, req, len, deadline);

@@ -40,7 +40,8 @@
  *   LF_BOUND_RXBUF        bytes of the leader's receive buffer, inside lf_bound
  *                         (default 16384). One read takes as many frames as it holds.
  *   LF_BOUND_HEADER_MAX   largest header_len accepted (default 64).
- *   LF_BOUND_BUCKETS      heads of the id -> context hash (default 256, a power of 2).
+ *   LF_BOUND_BUCKETS      heads of the id -> context hash at first (default 256, a
+ *                         power of 2); it grows with the contexts in flight (MAP).
  *   LF_BOUND_WRITE_ROUNDS the writes a writer makes for the requests queued behind
  *                         its own, once its own is out, before it hands the queue on
  *                         (default 8; see PIPELINING).
@@ -420,11 +421,14 @@
  *     lf_bound_cancel    any thread, any time the context is not yet collected.
  *   Each result is told once, to h; a notify that cannot be posted (h removed, r
  *   stopped) is lost, and the result stays in c for the collect.
-
+ *
  * THE MAP FROM ID TO CONTEXT
  *   An intrusive hash table (chained, LF_BOUND_BUCKETS heads, allocated at init) under
  *   the bound's mutex, with the contexts themselves as the nodes: no allocation per
- *   request. The removal under that mutex is the one arbiter between a reply and a
+ *   request. When the contexts in flight pass twice its heads (asynchronous calls,
+ *   one per busy client, say), an expect makes it four times larger (a calloc and a
+ *   rehash under the lock, as the in-order ring grows; without memory it stays as it
+ *   is, and its chains grow longer), so a lookup stays a few steps at any load. The removal under that mutex is the one arbiter between a reply and a
  *   timeout or cancel. We measured liburcu's cds_lfht for this (375-680 ns per
  *   request, against ~15 ns for an array of slots, on a 2-vCPU x86-64 VM) and did not
  *   take it: a
@@ -638,7 +642,9 @@ struct LF__CFG(lf_bound) {
     LF__ALIGN8 LF__ATOMIC(unsigned long long) lf__writes; /* stats.writes */
     LF__ATOMIC(int) lf__send_failed; /* 0, or EPIPE: no request can go out any more */
     int (*lf__poolstats)(lf_bound *b, struct lf_pool_stats *out); /* the waiters' pool */
-    lf_bound_ctx **lf__map;   /* LF_BOUND_BUCKETS chain heads */
+    lf_bound_ctx **lf__map;   /* lf__nmap chain heads (LF_BOUND_BUCKETS at first) */
+    size_t lf__nmap;          /* a power of two */
+    unsigned lf__map_shift;   /* 64 - log2(lf__nmap): the hash's top bits pick a head */
     /* LF_BOUND_IN_ORDER: the contexts whose requests are on the wire, in wire order
      * (NULL: withdrawn, its reply is dropped in its turn); positions count from 0 */
     lf_bound_ctx **lf__ring;
@@ -692,7 +698,7 @@ static inline lf_bound_ctx **lf__bmap_head(lf_bound *b, uint64_t id)
 {
     /* Fibonacci hashing: sequential ids spread over all the buckets */
     uint64_t h = id * 0x9E3779B97F4A7C15ull;
-    return &b->lf__map[(size_t)(h >> 40) & (LF_BOUND_BUCKETS - 1)];
+    return &b->lf__map[b->lf__map_shift >= 64 ? 0 : (size_t)(h >> b->lf__map_shift)];
 }
 
 static inline lf_bound_ctx *lf__bmap_find(lf_bound *b, uint64_t id)
@@ -725,6 +731,27 @@ static inline void lf__bmap_remove(lf_bound_ctx *c)
         c->lf__next->lf__pprev = c->lf__pprev;
     c->lf__next = NULL;
     c->lf__pprev = NULL;
+}
+
+/* Four times the heads, every context moved over (see THE MAP). Without memory, or
+ * at 2^24 heads, the table stays as it is. */
+static inline void lf__bmap_grow(lf_bound *b)
+{
+    size_t n = b->lf__nmap;
+    lf_bound_ctx **old = b->lf__map, **map;
+    if (n >= ((size_t)1 << 24) || (map = (lf_bound_ctx **)calloc(n * 4, sizeof *map)) == NULL)
+        return;
+    b->lf__map = map;
+    b->lf__nmap = n * 4;
+    b->lf__map_shift -= 2;
+    for (size_t i = 0; i < n; i++) {
+        lf_bound_ctx *c = old[i], *next;
+        for (; c != NULL; c = next) {
+            next = c->lf__next;
+            lf__bmap_insert(b, c);
+        }
+    }
+    free(old);
 }
 
 /* ------------------------------------------------------------------ >>bound */
@@ -797,7 +824,7 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
     if (b->lf__failed)
         return;
     b->lf__failed = err;
-    for (size_t i = 0; i < LF_BOUND_BUCKETS; i++) {
+    for (size_t i = 0; i < b->lf__nmap; i++) {
         /* the bucket goes whole; each context leaves it before it may wake */
         lf_bound_ctx *c = b->lf__map[i], *next;
         b->lf__map[i] = NULL;
@@ -1226,6 +1253,10 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
     memset((void *)b, 0, offsetof(lf_bound, lf__rx)); /* not the buffer: 16 KiB of nothing */
     if ((b->lf__map = (lf_bound_ctx **)calloc(LF_BOUND_BUCKETS, sizeof(lf_bound_ctx *))) == NULL)
         return ENOMEM;
+    b->lf__nmap = LF_BOUND_BUCKETS;
+    b->lf__map_shift = 64;
+    for (size_t n = b->lf__nmap; n > 1; n >>= 1)
+        b->lf__map_shift--;
     if (hooks->flags & LF_BOUND_IN_ORDER) {
         b->lf__ring_cap = 64;
         b->lf__ring = (lf_bound_ctx **)calloc(b->lf__ring_cap, sizeof(lf_bound_ctx *));
@@ -1365,9 +1396,11 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         c->lf__starting = h != NULL;
         c->lf__next = NULL;
         c->lf__pprev = NULL;
-        if (!in_order)
+        if (!in_order) {
+            if (b->lf__in_flight >= 2 * b->lf__nmap)
+                lf__bmap_grow(b);
             lf__bmap_insert(b, c);
-        else
+        } else
             lf__blist_insert(&b->lf__pending, c);
         b->lf__in_flight++;
     }

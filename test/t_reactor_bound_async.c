@@ -36,7 +36,12 @@
  *   returns. A cancel meanwhile tells h nothing and lets nobody collect; once the
  *   peer reads, the start returns 0 and h is told, and collects ECANCELED. A
  *   shutdown meanwhile makes the start return ECANCELED (nothing was written), and h
- *   is never told of that call: its start's error is its one result. */
+ *   is never told of that call: its start's error is its one result.
+ * - G, many calls in flight at once: GMANY calls started from the main thread (no
+ *   reactor thread; the peer answers only once all are out, in reverse order), so
+ *   the id map grows several times (THE MAP) with contexts in it; then the main
+ *   thread turns the reactor until every result is in: each collected once, with
+ *   the body made from its own id. */
 #define LF_BOUND_REACTOR 1
 #include "../lf_bound.h"
 #include "lf_frames.h"
@@ -561,9 +566,93 @@ static void part_f(void)
            "was told after it, a shutdown not at all\n");
 }
 
+/* G */
+#define GMANY 3000
+static lf_bound_ctx gc[GMANY];
+static unsigned char gbuf[GMANY][BODY];
+static LFT_ATOMIC(int) g_told;
+
+static int on_g(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)fd;
+    if (events & LF_EV_NOTIFY)
+        lft_add(&g_told, 1);
+    return LF_KEEP;
+}
+
+static void part_g(void)
+{
+    struct lf_bound_hooks hk;
+    lf_handler h;
+    int efd, left = GMANY, loops = 0;
+    static unsigned char seen[GMANY];
+
+    lft_hooks(&hk);
+    lft_pair(sv, 0);
+    lft_hybrid_open(&b, &r, sv[0], &hk);
+    lf_handler_init(&h, on_g, NULL);
+    CHECK((efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) >= 0);
+    CHECK_EQ(lf_reactor_register(&r, &h, efd, LF_EV_READ), 0);
+    CHECK_EQ(lf_reactor_modify(&r, &h, 0), 0);
+    lft_store(&pr.mute_mod, 0);
+    lft_store(&pr.hold_all, 1); /* the peer holds every request ... */
+    lft_store(&pr.release, 0);
+    lft_store(&pr.held_now, 0L);
+    pr.nheld = 0;
+    CHECK(pthread_create(&pr.t, NULL, peer_main, NULL) == 0);
+    for (int i = 0; i < GMANY; i++) {
+        unsigned char req[HDR + BODY];
+        uint64_t id = 1000000 + (uint64_t)i * 7919; /* spread over the hash */
+        CHECK_EQ(lf_bound_ctx_init(&gc[i], gbuf[i], BODY, 0), 0);
+        lft_put_header(req, MAGIC, BODY, id);
+        body_of(id, req + HDR);
+        CHECK_EQ(lf_bound_start(&b, &gc[i], id, req, sizeof req, NULL, &h), 0);
+    }
+    CHECK_EQ(lft_stats(&b).in_flight, GMANY);
+    CHECK(b.lf__nmap >= 4 * LF_BOUND_BUCKETS); /* (white box: it grew) */
+    AWAIT(lft_load(&pr.held_now) == GMANY, "every request at the peer");
+    lft_store(&pr.release, 1); /* ... and answers them all, in the order they came */
+    while (left > 0) {
+        struct timespec dl;
+        lf_deadline_in(&dl, 10000000LL);
+        (void)lf_reactor_handle_events(&r, &dl);
+        for (int i = 0; i < GMANY; i++) {
+            if (seen[i])
+                continue;
+            int rc = lf_bound_collect(&b, &gc[i]);
+            if (rc == EINPROGRESS)
+                continue;
+            CHECK_EQ(rc, 0);
+            unsigned char want[BODY];
+            body_of(gc[i].id, want);
+            CHECK_EQ(gc[i].id, 1000000 + (uint64_t)i * 7919);
+            CHECK(memcmp(gbuf[i], want, BODY) == 0);
+            seen[i] = 1;
+            left--;
+        }
+        CHECK(++loops < 100000);
+        lft_progress();
+    }
+    CHECK(lft_load(&g_told) >= 1);
+    struct lf_bound_stats st = lft_stats(&b);
+    CHECK_EQ(st.in_flight, 0);
+    CHECK_EQ(st.replies, GMANY);
+    CHECK_EQ(st.stray, 0);
+    for (int i = 0; i < GMANY; i++)
+        lf_bound_ctx_destroy(&gc[i]);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(sv[0]);
+    lft_join(pr.t);
+    close(sv[1]);
+    printf("  G: %d calls in flight at once (the id map grew under them), each collected once\n",
+           GMANY);
+}
+
 int main(int argc, char **argv)
 {
-    const char *parts = argc > 1 ? argv[1] : "ABCDEF";
+    const char *parts = argc > 1 ? argv[1] : "ABCDEFG";
     double t0 = lft_now();
     lft_start("t_reactor_bound_async", 30);
     printf("t_reactor_bound_async %s/%s:\n", lf_reactor_backend_name(), lf_promote_name());
@@ -579,6 +668,8 @@ int main(int argc, char **argv)
         part_e();
     if (strchr(parts, 'F'))
         part_f();
+    if (strchr(parts, 'G'))
+        part_g();
     printf("  in %.2f s\n", lft_now() - t0);
     lft_pass();
     return 0;

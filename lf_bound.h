@@ -183,7 +183,9 @@
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
  *       is not waiting (not expected, or its result is already in). It withdraws the
  *       wait, not the request: one already sent stays sent. A started call's result
- *       is then ECANCELED, and its handler is told.
+ *       is then ECANCELED, and its handler is told; if its lf_bound_start is still
+ *       under way on another thread, the cancel waits for that start to return
+ *       (ASYNCHRONOUS CALLS).
  *   int lf_bound_start(b, c, id, const void *req, size_t len, deadline,
  *                      lf_handler *h)          (hybrid only; ASYNCHRONOUS CALLS)
  *       lf_bound_call without the join: the request goes out before it returns (the
@@ -383,7 +385,13 @@
  *   meanwhile (a cancel, a failure, a shutdown, its reply) tells h nothing, and a
  *   collect says EINPROGRESS; a start that returns 0 tells h then if the result is
  *   in. A start that fails (its error says why: the send's, as lf_bound_call's)
- *   leaves no call: h is never told of it, collect says ENOENT.
+ *   leaves no call: h is never told of it, collect says ENOENT. A start made on
+ *   another thread than h's can still be sending when h goes away: lf_bound_cancel
+ *   then waits for it to return (its send ends by its deadline, or within
+ *   milliseconds of a shutdown or stop; with neither, when the peer makes room), and
+ *   the collect after it says what became of the call (ECANCELED, or ENOENT if the
+ *   start failed). So handle_close's cancel and collect are safe in every case, and
+ *   may hold a reactor thread that long.
  *   Its send waits as lf_bound_send_until's does (queue, room: reading replies, no
  *   handler), with the deadline given, or, from a handler that a blocking hybrid
  *   join dispatched, the earlier of it and that join's (NESTING): there a start with
@@ -418,7 +426,8 @@
  *                        LF_EV_NOTIFY or LF_EV_TIMEOUT), h's handle_close, or the
  *                        starter when it owns c outside the reactor. After stop and
  *                        shutdown it still returns the result (above).
- *     lf_bound_cancel    any thread, any time the context is not yet collected.
+ *     lf_bound_cancel    any thread, any time the context is not yet collected
+ *                        (it waits for a start under way on another thread).
  *   Each result is told once, to h; a notify that cannot be posted (h removed, r
  *   stopped) is lost, and the result stays in c for the collect.
  *
@@ -635,6 +644,8 @@ struct LF__CFG(lf_bound) {
     pthread_mutex_t lf__lock; /* the map, context states, lf__cur, counters, lf__failed */
     pthread_mutex_t lf__send; /* the write queue, lf__sending, lf__orphaned */
     pthread_cond_t lf__send_cv; /* a sender waits here for its request (CLOCK_MONOTONIC) */
+    pthread_cond_t lf__start_cv; /* (with lf__lock) lf_bound_cancel waits here for a start
+                                  * under way on another thread to return */
     lf__bound_out *lf__q_head, *lf__q_tail; /* requests to write, in order (PIPELINING) */
     int lf__sending;          /* a writer is writing the queue */
     LF__ATOMIC(int) lf__orphaned; /* 1: requests are queued and nobody writes them: a
@@ -1185,7 +1196,10 @@ static inline int lf__bound_collect(lf_bound *b, lf_bound_ctx *c, int *rc)
         return 0;
     *rc = c->lf__result;
     c->lf__state = LF__BC_IDLE;
-    c->lf__starting = 0;
+    if (c->lf__starting) { /* (a start that failed or was cancelled: it is over) */
+        c->lf__starting = 0;
+        pthread_cond_broadcast(&b->lf__start_cv);
+    }
     b->lf__in_flight--;
     return 1;
 }
@@ -1280,9 +1294,14 @@ static inline int lf_bound_init(lf_bound *b, int fd, const struct lf_bound_hooks
         free(b->lf__map);
         return rc;
     }
-    if ((rc = lf_pool_init(&b->pool)) != 0 || (rc = lf__cond_init_monotonic(&b->lf__send_cv)) != 0) {
-        if (rc == 0)
-            lf_pool_destroy(&b->pool);
+    rc = lf_pool_init(&b->pool);
+    if (rc == 0 && (rc = lf__cond_init_monotonic(&b->lf__send_cv)) != 0)
+        lf_pool_destroy(&b->pool);
+    if (rc == 0 && (rc = pthread_cond_init(&b->lf__start_cv, NULL)) != 0) {
+        pthread_cond_destroy(&b->lf__send_cv);
+        lf_pool_destroy(&b->pool);
+    }
+    if (rc != 0) {
         lf__bound_close_wake(b);
         free(b->lf__ring);
         free(b->lf__map);
@@ -1331,6 +1350,7 @@ static inline int lf_bound_destroy(lf_bound *b)
     pthread_mutex_destroy(&b->lf__lock);
     pthread_mutex_destroy(&b->lf__send);
     pthread_cond_destroy(&b->lf__send_cv);
+    pthread_cond_destroy(&b->lf__start_cv);
     return 0;
 }
 
@@ -2156,6 +2176,15 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     } else {
         rc = ENOENT;
     }
+    if (c->lf__starting) {
+        /* a start under way on another thread (its own thread never cancels here:
+         * a start runs no handler) still uses c: wait until it returned, so that
+         * nothing touches c once we do. Not a cancellation point: a lock wait. */
+        int cs = lf__nocancel_begin();
+        while (c->lf__starting)
+            pthread_cond_wait(&b->lf__start_cv, &b->lf__lock);
+        lf__nocancel_end(cs);
+    }
     pthread_mutex_unlock(&b->lf__lock);
     return rc;
 }
@@ -2608,6 +2637,7 @@ static inline int lf_bound_start(lf_bound *b, lf_bound_ctx *c, uint64_t id, cons
         c->lf__starting = 0;
         if (c->lf__state == LF__BC_DONE)
             lf__bound_wake(b, c); /* in already: told now */
+        pthread_cond_broadcast(&b->lf__start_cv); /* a cancel waits for us to be out */
     }
     pthread_mutex_unlock(&b->lf__lock);
     return rc;

@@ -181,7 +181,11 @@
  *         (memc_finish takes it); EINVAL: nothing in flight. The deadline after the
  *         send: an lf_timer on handler, whose LF_EV_TIMEOUT aborts and finishes.
  *   handler's handle_close (which lf_reactor_destroy also runs) aborts and finishes a
- *   call still in flight before op's memory goes. memc_close says EBUSY until every
+ *   call still in flight before op's memory goes. A start from a thread other than
+ *   handler's uses op until it returns (memc_abort waits for its lf_bound_start, but
+ *   op is written once more after that): handle_close must not free op while such a
+ *   start may be under way; synchronise with that thread, as for any memory two
+ *   threads share (or start from handler alone, as bench/gw_lf.c does). memc_close says EBUSY until every
  *   op is finished. Without lf_reactor.h included first there are no starts
  *   (memc_finish and memc_abort are there, and say EINVAL).
  *
@@ -743,6 +747,8 @@ static inline int memc_finish(memc *m, memc_op *op, size_t *len, uint32_t *flags
     rc = lf_bound_collect(&op->link->b, &op->call.ctx);
     if (rc == EINPROGRESS)
         return rc;
+    if (rc == ENOENT) /* no call: a start that failed, its thread not back yet */
+        return EINVAL;
     lf_bound_ctx_destroy(&op->call.ctx);
     lf_conn_drop(&m->conn, op->link, rc);
     op->link = NULL;

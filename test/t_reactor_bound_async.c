@@ -33,10 +33,11 @@
  *   started twice (EBUSY); lf_bound_destroy with a result not collected (EBUSY).
  * - F, a start from a thread that is not h's handler, whose request waits for room
  *   (the peer does not read): the context stays the starter's until lf_bound_start
- *   returns. A cancel meanwhile tells h nothing and lets nobody collect; once the
- *   peer reads, the start returns 0 and h is told, and collects ECANCELED. A
- *   shutdown meanwhile makes the start return ECANCELED (nothing was written), and h
- *   is never told of that call: its start's error is its one result.
+ *   returns. A cancel meanwhile (from a third thread) waits for the start, tells h
+ *   nothing before it, and lets nobody collect; once the peer reads, the start
+ *   returns 0, the cancel 0, and h is told and collects ECANCELED. A shutdown
+ *   meanwhile makes the start return ECANCELED (nothing was written), and h is
+ *   never told of that call: its start's error is its one result.
  * - G, many calls in flight at once: GMANY calls started from the main thread (no
  *   reactor thread; the peer answers only once all are out, in reverse order), so
  *   the id map grows several times (THE MAP) with contexts in it; then the main
@@ -491,6 +492,15 @@ static int on_f(lf_handler *h, int fd, uint32_t events)
     return LF_KEEP;
 }
 
+static LFT_ATOMIC(int) f_cancel = -1;
+
+static void *f_canceller(void *arg)
+{
+    (void)arg;
+    lft_store(&f_cancel, lf_bound_cancel(&b, &fc));
+    return NULL;
+}
+
 static void *f_starter(void *arg)
 {
     unsigned char req[HDR + BODY];
@@ -504,7 +514,7 @@ static void *f_starter(void *arg)
 static void part_f(void)
 {
     struct lf_bound_hooks hk;
-    pthread_t st, rt;
+    pthread_t st, rt, ct;
     size_t junk;
     int efd;
 
@@ -524,16 +534,19 @@ static void part_f(void)
     AWAIT(lft_stats(&b).in_flight == 1, "the start's context in flight");
     lft_sleep_ms(20);
     CHECK_EQ(lft_load(&f_start), -1); /* the socket is full: it cannot have returned */
-    CHECK_EQ(lf_bound_cancel(&b, &fc), 0);
+    CHECK(pthread_create(&ct, NULL, f_canceller, NULL) == 0);
     lft_sleep_ms(20);
-    CHECK_EQ(lft_load(&f_told), 0); /* not before the start returns */
+    CHECK_EQ(lft_load(&f_cancel), -1); /* it waits for the start */
+    CHECK_EQ(lft_load(&f_told), 0);    /* and nobody is told before the start returns */
     {
         unsigned char got[HDR + BODY];
         CHECK(lft_skip(sv[1], junk));
         CHECK(lft_read_all(sv[1], got, sizeof got)); /* the request went out whole */
     }
     lft_join(st);
+    lft_join(ct);
     CHECK_EQ(lft_load(&f_start), 0);
+    CHECK_EQ(lft_load(&f_cancel), 0);
     AWAIT(lft_load(&f_got) == ECANCELED, "h told, and its collect ECANCELED");
     CHECK_EQ(lft_stats(&b).in_flight, 0);
 
@@ -563,7 +576,7 @@ static void part_f(void)
     close(sv[0]);
     close(sv[1]);
     printf("  F: a start from another thread kept its context until it returned: a cancel "
-           "was told after it, a shutdown not at all\n");
+           "waited for it and was told after it, a shutdown not at all\n");
 }
 
 /* G */

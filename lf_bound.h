@@ -750,7 +750,8 @@ static inline void lf__bmap_grow(lf_bound *b)
 {
     size_t n = b->lf__nmap;
     lf_bound_ctx **old = b->lf__map, **map;
-    if (n >= ((size_t)1 << 24) || (map = (lf_bound_ctx **)calloc(n * 4, sizeof *map)) == NULL)
+    if (n >= ((size_t)1 << 24) ||
+        (map = (lf_bound_ctx **)calloc(n * 4, sizeof(lf_bound_ctx *))) == NULL)
         return;
     b->lf__map = map;
     b->lf__nmap = n * 4;

@@ -179,10 +179,11 @@ $(if $(filter 1,$(FULL)),$(foreach t,$(filter-out t_reactor_fault $(BP_TESTS),$(
 # which checks the switch and its restore, plain, LIFO.
 $(if $(filter LIFO-FUTEX,$(POOL_VARIANTS)),$(eval $(call run_check,plain,t_pool_takeover,LIFO-FUTEX-BATCH,-DLF_SCHED_BATCH=1)))
 # LF_TAKEOVER=1 (on by default only with LF_SCHED_BATCH): the takeover test and the
-# pool's stress test in every pool variant of the run, and the reactor's stress test
-# on epoll, plain; the two pool tests under TSan as well.
+# pool's stress test on LIFO-FUTEX and CONDVAR (every pool variant in the full run), and
+# the reactor's stress test on epoll, plain; the two pool tests under TSan as well.
 TAKEOVER_TESTS := t_pool_takeover t_pool_stress
-$(foreach v,$(VARIANTS_pool_plain),$(eval $(call run_check,plain,t_pool_takeover,$v-TAKEOVER,-DLF_TAKEOVER=1)))
+$(foreach v,$(if $(filter 1,$(FULL)),$(VARIANTS_pool_plain),$(filter LIFO-FUTEX CONDVAR,$(VARIANTS_pool_plain))),\
+  $(eval $(call run_check,plain,t_pool_takeover,$v-TAKEOVER,-DLF_TAKEOVER=1)))
 $(foreach v,$(if $(filter 1,$(FULL)),$(VARIANTS_pool_plain),$(filter LIFO-FUTEX CONDVAR,$(VARIANTS_pool_plain))),\
   $(eval $(call run_check,plain,t_pool_stress,$v-TAKEOVER,-DLF_TAKEOVER=1)))
 $(if $(filter LIFO+EPOLL,$(REACTOR_VARIANTS)),$(eval $(call run_check,plain,t_reactor_stress,LIFO+EPOLL+TAKEOVER,-DLF_TAKEOVER=1 $(URCU_LIBS))))

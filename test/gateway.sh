@@ -8,7 +8,7 @@
 # key, a version some SET sent and a checksum; MISS only where a key may be missing):
 #   0. the protocol, exchange by exchange (gw_load -X 1: pipelining, large and empty
 #      values, MISS, and ERR proto plus a close for each kind of malformed request);
-#   1. 4,000 busy closed-loop connections for 3 s: no wrong reply, no crash;
+#   1. 4,000 busy closed-loop connections for 2 s: no wrong reply, no crash;
 #   2. memcached SIGSTOPped for 1.5 s under 200 connections: ERR replies come, the
 #      gateway survives and serves again after SIGCONT (nothing wrong meanwhile);
 #   3. memcached SIGKILLed and restarted on its port: ERR replies, then the gateway
@@ -93,7 +93,7 @@ for run in $runs; do
         { cat "$build/proto.out" >&2; fail "the protocol"; }
     echo "  the protocol: every exchange as bench/gw_proto.h says"
 
-    gw_load_start "$build/load.out" -p "$gw_port" -c 4000 -s 3 -W 0.5
+    gw_load_start "$build/load.out" -p "$gw_port" -c 4000 -s 2 -W 0.5
     gw_load_wait
     [ "$load_status" = 0 ] || fail "4,000 connections: wrong replies or set-up failed ($load_line)"
     [ "$(gw_field replies "$load_line")" -gt 0 ] || fail "4,000 connections: no replies"

@@ -1546,7 +1546,7 @@ static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_
         pthread_mutex_lock(&b->lf__lock);
         if (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING) {
             lf__bound_withdraw_locked(b, c, rc);
-            if (c != self && c->lf__h == NULL) /* (lf_bound_start collects it itself) */
+            if (c != self)
                 lf__bound_wake(b, c);
         }
         pthread_mutex_unlock(&b->lf__lock);
@@ -1620,8 +1620,7 @@ static inline void lf__bound_orphan(lf_bound *b)
     lf__store(&b->lf__orphaned, 1, relaxed);
     pthread_mutex_lock(&b->lf__lock);
     for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
-        if (o->c && o->c->lf__h == NULL && /* (lf_bound_start waits on lf__send_cv) */
-            (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
+        if (o->c && (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
             lf__bound_wake(b, o->c);
     pthread_mutex_unlock(&b->lf__lock);
     pthread_cond_broadcast(&b->lf__send_cv); /* the waiting lf_bound_sends */

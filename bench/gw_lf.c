@@ -330,6 +330,41 @@ static int do_get(struct conn *c, const char *key, const struct timespec *dl)
     return rc;
 }
 
+/* The request's key as a C string (GW_KEY_MAX + 1 bytes). */
+static void key_of(char *key, const struct gw_req *r)
+{
+    memcpy(key, r->key, r->klen);
+    key[r->klen] = '\0';
+}
+
+/* ERR backend now, without a call, if memcached is away (on_backend reconnects) or
+ * stalled (FAIL-FAST; only blocking calls set it): 1, answered. */
+static int refused(struct conn *c)
+{
+    if (!(args.flags & 1) && atomic_load_explicit(&be.stalled, RELAXED)) {
+        count(&st.failfast);
+    } else if (!atomic_load(&be.down)) {
+        return 0;
+    }
+    count(&st.backend);
+    put_str(c, GW_ERR_BACKEND);
+    return 1;
+}
+
+/* A call failed with rc (not 0, not ENOENT): its ERR line; a dead connection is
+ * noticed (backend_check). */
+static void put_failure(struct conn *c, int rc)
+{
+    backend_check(rc);
+    if (rc == ETIMEDOUT) {
+        count(&st.timeouts);
+        put_str(c, GW_ERR_TIMEOUT);
+    } else {
+        count(&st.backend);
+        put_str(c, GW_ERR_BACKEND);
+    }
+}
+
 static void serve_one(struct conn *c, const struct gw_req *r)
 {
     char key[GW_KEY_MAX + 1];
@@ -337,20 +372,10 @@ static void serve_one(struct conn *c, const struct gw_req *r)
     int rc;
 
     count(&st.requests);
-    memcpy(key, r->key, r->klen);
-    key[r->klen] = '\0';
+    key_of(key, r);
     note_depth();
-    if (!(args.flags & 1) && atomic_load_explicit(&be.stalled, RELAXED)) {
-        count(&st.failfast);
-        count(&st.backend);
-        put_str(c, GW_ERR_BACKEND);
+    if (refused(c))
         return;
-    }
-    if (atomic_load(&be.down)) { /* memcached is away: on_backend reconnects */
-        count(&st.backend);
-        put_str(c, GW_ERR_BACKEND);
-        return;
-    }
     lf_deadline_in(&dl, args.deadline_ms * 1000000LL);
     if (r->op == GW_SET) {
         rc = memc_set(&mc, key, r->val, r->vlen, 0, 0, &dl);
@@ -361,16 +386,10 @@ static void serve_one(struct conn *c, const struct gw_req *r)
         if (rc == ENOENT)
             put_str(c, GW_MISS);
     }
-    backend_check(rc);
-    if (rc == ETIMEDOUT) {
-        count(&st.timeouts);
-        put_str(c, GW_ERR_TIMEOUT);
-        if (!atomic_exchange(&be.stalled, 1) && !(args.flags & 1))
-            (void)lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY); /* start probing */
-    } else if (rc != 0 && rc != ENOENT) {
-        count(&st.backend);
-        put_str(c, GW_ERR_BACKEND);
-    }
+    if (rc != 0 && rc != ENOENT)
+        put_failure(c, rc);
+    if (rc == ETIMEDOUT && !atomic_exchange(&be.stalled, 1) && !(args.flags & 1))
+        (void)lf_reactor_notify(&reactor, &be.h, LF_EV_NOTIFY); /* start probing */
 }
 
 /* -f 4: start c's GET of c->key into c->vbuf (made large enough for want bytes). */
@@ -397,14 +416,7 @@ static void started(struct conn *c, int rc)
         lf_reactor_timer_start(&reactor, &c->dl, &c->h, args.deadline_ms * 1000000LL, 0);
         return;
     }
-    if (rc == ETIMEDOUT) { /* the send's deadline: memcached takes nothing */
-        count(&st.timeouts);
-        put_str(c, GW_ERR_TIMEOUT);
-        return;
-    }
-    backend_check(rc);
-    count(&st.backend);
-    put_str(c, GW_ERR_BACKEND);
+    put_failure(c, rc); /* (ETIMEDOUT: the send's deadline, memcached took nothing) */
 }
 
 /* -f 4: one request, started (1: c waits for it now), or answered at once (0). */
@@ -413,24 +425,16 @@ static int start_one(struct conn *c, const struct gw_req *r)
     struct timespec dl;
     int rc;
     count(&st.requests);
-    if (atomic_load(&be.down)) { /* memcached is away: on_backend reconnects */
-        count(&st.backend);
-        put_str(c, GW_ERR_BACKEND);
+    if (refused(c))
         return 0;
-    }
     lf_deadline_in(&dl, args.deadline_ms * 1000000LL); /* the send's: the timer the reply's */
     c->tries = 0;
     c->is_get = r->op == GW_GET;
-    if (c->is_get) {
-        memcpy(c->key, r->key, r->klen);
-        c->key[r->klen] = '\0';
+    key_of(c->key, r); /* (a GET's: kept for a second round trip) */
+    if (c->is_get)
         rc = start_get(c, c->vcap ? c->vcap : 512, &dl);
-    } else {
-        char key[GW_KEY_MAX + 1];
-        memcpy(key, r->key, r->klen);
-        key[r->klen] = '\0';
-        rc = memc_set_start(&mc, &c->op, key, r->val, r->vlen, 0, 0, &c->h, &dl);
-    }
+    else
+        rc = memc_set_start(&mc, &c->op, c->key, r->val, r->vlen, 0, 0, &c->h, &dl);
     started(c, rc);
     return c->inflight;
 }
@@ -453,14 +457,10 @@ static void finish_call(struct conn *c, int rc, size_t len, int timed_out)
         rc = c->is_get ? put_value(c, c->vbuf, len) : (put_str(c, GW_STORED), 0);
     else if (rc == ENOENT && c->is_get)
         put_str(c, GW_MISS);
-    if (timed_out && rc == ECANCELED) {
-        count(&st.timeouts);
-        put_str(c, GW_ERR_TIMEOUT);
-    } else if (rc != 0 && rc != ENOENT) {
-        backend_check(rc);
-        count(&st.backend);
-        put_str(c, GW_ERR_BACKEND);
-    }
+    if (timed_out && rc == ECANCELED)
+        rc = ETIMEDOUT; /* our own timer ended it */
+    if (rc != 0 && rc != ENOENT)
+        put_failure(c, rc);
 }
 
 /* -f 4: a notification or the call's timer: its result, if it is in. */

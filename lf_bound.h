@@ -139,6 +139,8 @@
  *   void lf_bound_ctx_destroy(lf_bound_ctx *c)
  *       The caller-owned waiting context: the reply buffer, and the synchronizer of the
  *       thread that waits in it (priority: LF_PROMOTE_HEAP). One thread at a time.
+ *       destroy also frees the copy of a started request that c keeps (init
+ *       forgets it: destroy before an init again).
  *   int lf_bound_expect(b, c, uint64_t id)
  *       Register c for the reply to id, BEFORE sending the request (a fast server may
  *       answer before lf_bound_join is reached). EEXIST id already in flight, EBUSY c
@@ -183,17 +185,19 @@
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
  *       is not waiting (not expected, or its result is already in). It withdraws the
  *       wait, not the request: one already sent stays sent. A started call's result
- *       is then ECANCELED, and its handler is told; if its lf_bound_start is still
- *       under way on another thread, the cancel waits for that start to return
- *       (ASYNCHRONOUS CALLS).
+ *       is then ECANCELED, and its handler is told; a request of it still queued is
+ *       taken back, one cut part-way finished, and a start under way on another
+ *       thread waited for (ASYNCHRONOUS CALLS).
  *   int lf_bound_start(b, c, id, const void *req, size_t len, deadline,
  *                      lf_handler *h)          (hybrid only; ASYNCHRONOUS CALLS)
- *       lf_bound_call without the join: the request goes out before it returns (the
- *       deadline bounds that: queue and room, inherited as NESTING says), then h gets
+ *       lf_bound_call without the join, and without a wait: the request is copied
+ *       into c and queued (written at once if no other thread writes), then h gets
  *       LF_EV_NOTIFY once c's result is in, and lf_bound_collect takes it. 0: the
- *       call is in flight. Else nothing is in flight (c is free): the errors of
- *       lf_bound_call's send and expect; ENOTSUP on a bare bound; EINVAL for h, req
- *       NULL or len 0. id as lf_bound_call's (ignored under LF_BOUND_IN_ORDER).
+ *       call is in flight (its send's failure, if any, is its result). Else nothing
+ *       is in flight (c is free): the errors of lf_bound_call's expect, EPIPE, the
+ *       send's error if this thread wrote the request and it failed, ENOMEM (the
+ *       copy); ENOTSUP on a bare bound; EINVAL for h, req NULL or len 0. id as
+ *       lf_bound_call's (ignored under LF_BOUND_IN_ORDER).
  *   int lf_bound_collect(b, c)                 never waits: c's result (as a join
  *       would return it: 0 with c->len bytes in c->buf, ECANCELED, ECONNABORTED,
  *       ECONNRESET, EPROTO, EMSGSIZE, EBADMSG), and c is free; EINPROGRESS: not in
@@ -249,8 +253,13 @@
  *   it is woken, and the first to look (a join looks before every wait, a send as it
  *   waits) writes on. A request cut part-way by a full socket is handed on with the
  *   rest: whoever writes on finishes it, but only its own caller has to wait for
- *   it (it takes it back by finishing it), and only its deadline cuts it. The request's bytes are read until the
- *   call returns: leave them alone meanwhile.
+ *   it (it takes it back by finishing it), and only its deadline cuts it. The
+ *   request's bytes are read until the call returns: leave them alone meanwhile.
+ *   A started call's request (lf_bound_start, hybrid) is a copy, and has no thread
+ *   to wait for it or to write on: a writer that leaves such requests queued asks
+ *   the bound's handler to write them in the reactor (ASYNCHRONOUS CALLS), and a
+ *   starter that becomes the writer writes a bounded amount and never waits for
+ *   room.
  *   A request is either wholly on the wire or reported as not sent, to its caller:
  *     - a queued request whose deadline passes before a byte of it went out is taken
  *       out of the queue (by its caller, or by the writer before its next write):
@@ -370,7 +379,7 @@
  * ASYNCHRONOUS CALLS (hybrid; TAO's asynchronous invocation, in the reactor's terms)
  *   A blocking call holds its thread (and, nested, a level of its stack) until the
  *   reply; a server that must have thousands of calls in flight on a few threads
- *   starts them instead: lf_bound_start(b, c, id, req, len, deadline, h) sends the
+ *   starts them instead: lf_bound_start(b, c, id, req, len, deadline, h) queues the
  *   request and returns; the reply is read by whichever thread the reactor gives
  *   the connection to, placed in c (hooks as for any call), and h, a handler of the
  *   bound's reactor, gets LF_EV_NOTIFY. h's handler then calls lf_bound_collect(b, c)
@@ -381,24 +390,36 @@
  *   so nothing nests: a started call adds no depth and needs no stack. A handler
  *   that lives on notifications and timers alone needs a handle all the same: an
  *   eventfd (or a pipe) registered with LF_EV_READ, then lf_reactor_modify(r, h, 0).
- *   Until lf_bound_start returns, c is the starter's: whatever finishes the call
- *   meanwhile (a cancel, a failure, a shutdown, its reply) tells h nothing, and a
- *   collect says EINPROGRESS; a start that returns 0 tells h then if the result is
- *   in. A start that fails (its error says why: the send's, as lf_bound_call's)
- *   leaves no call: h is never told of it, collect says ENOENT. A start made on
- *   another thread than h's can still be sending when h goes away: lf_bound_cancel
- *   then waits for it to return (its send ends by its deadline, or within
- *   milliseconds of a shutdown or stop; with neither, when the peer makes room), and
- *   the collect after it says what became of the call (ECANCELED, or ENOENT if the
- *   start failed). So handle_close's cancel and collect are safe in every case, and
- *   may hold a reactor thread that long.
- *   Its send waits as lf_bound_send_until's does (queue, room: reading replies, no
- *   handler), with the deadline given, or, from a handler that a blocking hybrid
- *   join dispatched, the earlier of it and that join's (NESTING): there a start with
- *   no deadline of its own may say ETIMEDOUT at once, the outer join's deadline past.
+ *   The start never waits for room or for another thread: the request is copied into
+ *   c (c keeps the copy's buffer for its next calls; lf_bound_ctx_destroy frees it),
+ *   so req is the caller's again at once, and queued behind the others
+ *   (PIPELINING). If no thread is writing, the starter writes the queue itself, a
+ *   bounded amount (LF_BOUND_WRITE_ROUNDS writes) and never waiting for room; the
+ *   requests a writer leaves queued (its rounds spent, or the socket full) are
+ *   written by the bound's own handler in the reactor: at once, as a notification
+ *   of that handler, or when the socket has room again (LF_EV_WRITE). Until its
+ *   request is out (written whole, or failed) and its start has returned, c is the
+ *   bound's: whatever finishes the call meanwhile (a cancel, a failure, a shutdown,
+ *   even its reply) tells h nothing, and a collect says EINPROGRESS; h is told as
+ *   the last of the two lets go, if the result is in. A start that fails leaves no
+ *   call: h is never told of it, collect says ENOENT. A send that fails after the
+ *   start returned is the call's result: EPIPE (the write side broke), ETIMEDOUT
+ *   (its deadline passed before a byte of it went out: not sent), ECONNABORTED (a
+ *   shutdown: the bound cannot tell whether it went out).
+ *   The deadline bounds the request's time in the queue; from a handler that a
+ *   blocking hybrid join dispatched it is the earlier of it and that join's
+ *   (NESTING): there a start with no deadline of its own may end ETIMEDOUT at
+ *   once, the outer join's deadline past. A request that went out part-way is
+ *   finished when room comes, whatever its deadline (the stream must stay whole).
  *   No deadline of the call's own after the send: arm an lf_timer on h, and on its
  *   LF_EV_TIMEOUT call lf_bound_cancel(b, c) (0: withdrawn, a reply that comes later
  *   is stray) and lf_bound_collect (ECANCELED), or take the result that won the race.
+ *   A cancel takes a request still queued back (not sent). One cut part-way it
+ *   finishes, as the writer, before it returns: it waits for room for it, until its
+ *   deadline (which then breaks the stream: EPIPE from then on); with none, until
+ *   the peer reads. And it waits for a start under way on another thread, which
+ *   never waits itself. So handle_close's cancel and collect are safe in every
+ *   case, and hold a reactor thread only for a request cut part-way.
  *   The cancel tells h too (the notification it posts comes after the collect, and
  *   that collect says ENOENT, or EINPROGRESS for the next call on c): one spare
  *   dispatch per cancel.
@@ -427,7 +448,8 @@
  *                        starter when it owns c outside the reactor. After stop and
  *                        shutdown it still returns the result (above).
  *     lf_bound_cancel    any thread, any time the context is not yet collected
- *                        (it waits for a start under way on another thread).
+ *                        (it waits for a start under way on another thread, and
+ *                        finishes a request cut part-way).
  *   Each result is told once, to h; a notify that cannot be posted (h removed, r
  *   stopped) is lost, and the result stays in c for the collect.
  *
@@ -601,6 +623,24 @@ struct lf_bound_stats {
                                     * the reactor's pool, which they share with its threads) */
 };
 
+/* A request in the write queue (PIPELINING). */
+enum { LF__OUT_QUEUED = 0, LF__OUT_WRITING, LF__OUT_DONE };
+
+struct LF__CFG(lf__bound_out) {
+    lf__bound_out *next;  /* in the queue */
+    const char *p;        /* the request's bytes (the caller's, valid until it is DONE) */
+    size_t len, off;      /* its length, and how much of it is on the wire */
+    lf_bound_ctx *c;      /* lf_bound_call's or lf_bound_start's context (its join or
+                           * its handler gets a failure); NULL: lf_bound_send */
+    const struct timespec *deadline; /* the sender's (the storage is the sender's) */
+    LF__ATOMIC(int) state; /* LF__OUT_*: written under lf__send, peeked by the owner */
+    int rc;               /* DONE: 0 written whole, or why not (wholly or in part) */
+    int waits;            /* the owner waits on lf__send_cv for it to change */
+    unsigned long long pos; /* LF_BOUND_IN_ORDER: its place in the ring + 1, from its
+                             * first write (0: none yet) */
+    int started;          /* lf_bound_start's: in its context, and nobody waits for it */
+};
+
 enum { LF__BC_IDLE = 0, LF__BC_WAITING, LF__BC_RECEIVING, LF__BC_DONE };
 
 struct LF__CFG(lf_bound_ctx) {
@@ -623,8 +663,15 @@ struct LF__CFG(lf_bound_ctx) {
     void *lf__h; /* hybrid, lf_bound_start: the lf_handler told (LF_EV_NOTIFY) when the
                   * result is in, instead of a waiting thread; NULL: a thread waits.
                   * Set by expect, under the bound's lock */
-    int lf__starting; /* lf_bound_start has not returned: c is still the starter's (no
-                       * notify, collect says EINPROGRESS); under the bound's lock */
+    /* lf_bound_start: while any of these holds c, its handler is not told and
+     * lf_bound_collect says EINPROGRESS; under the bound's lock */
+    int lf__starting; /* lf_bound_start has not returned */
+    int lf__queued;   /* its request (lf__aout) is in the write queue */
+    int lf__cancels;  /* lf_bound_cancels at work on it */
+    lf__bound_out lf__aout; /* lf_bound_start: its request, in the write queue */
+    char *lf__abuf;         /* ... its bytes, copied (freed by lf_bound_ctx_destroy) */
+    size_t lf__acap;
+    struct timespec lf__adl; /* ... its deadline, copied */
     lf_bound_ctx *lf__next, **lf__pprev;  /* hash chain, under the bound's lock */
 };
 
@@ -673,22 +720,6 @@ struct LF__CFG(lf_bound) {
     unsigned char lf__rx[LF_BOUND_RXBUF];
 };
 
-/* A request in the write queue (PIPELINING). */
-enum { LF__OUT_QUEUED = 0, LF__OUT_WRITING, LF__OUT_DONE };
-
-struct LF__CFG(lf__bound_out) {
-    lf__bound_out *next;  /* in the queue */
-    const char *p;        /* the request's bytes (the caller's, valid until it is DONE) */
-    size_t len, off;      /* its length, and how much of it is on the wire */
-    lf_bound_ctx *c;      /* lf_bound_call's context (its join reports a failure);
-                           * NULL: lf_bound_send, which waits for DONE */
-    const struct timespec *deadline; /* the sender's (the storage is the sender's) */
-    LF__ATOMIC(int) state; /* LF__OUT_*: written under lf__send, peeked by the owner */
-    int rc;               /* DONE: 0 written whole, or why not (wholly or in part) */
-    int waits;            /* the owner waits on lf__send_cv for it to change */
-    unsigned long long pos; /* LF_BOUND_IN_ORDER: its place in the ring + 1, from its
-                             * first write (0: none yet) */
-};
 
 /* Set by lf_bound_init, cleared by lf_bound_destroy: every call on a bound that is
  * not initialised (zeroed, garbage, destroyed, or made with another LF_PROMOTE or
@@ -810,6 +841,23 @@ static inline void lf__bound_wake(lf_bound *b, lf_bound_ctx *c)
     b->lf__wakeup(b, c);
 }
 
+/* A started call's context is held (lf_bound_start's, lock held): by its start, its
+ * request in the write queue, or a cancel at work. Its handler is not told meanwhile,
+ * and lf_bound_collect says EINPROGRESS, so nothing of ours uses c once it is. */
+static inline int lf__bound_held(const lf_bound_ctx *c)
+{
+    return c->lf__starting || c->lf__queued || c->lf__cancels;
+}
+
+/* One of the hands that held c let go (lock held): its handler is told if its result
+ * is in and no hand holds it any more; a cancel waiting for the others looks again. */
+static inline void lf__bound_let_go_locked(lf_bound *b, lf_bound_ctx *c)
+{
+    if (c->lf__state == LF__BC_DONE && !lf__bound_held(c))
+        lf__bound_wake(b, c);
+    pthread_cond_broadcast(&b->lf__start_cv);
+}
+
 /* c's result is in (lock held). The owner sees it only after the lock is released,
  * and the wake returns before that, so c cannot be gone while we wake it. */
 static inline void lf__bound_finish(lf_bound *b, lf_bound_ctx *c, int result, int wake)
@@ -867,11 +915,15 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
     lf__bound_kick(b); /* a leader blocked in poll looks again */
 }
 
+static inline void lf__bound_q_drain(lf_bound *b);
+
+/* ... and what is queued fails too (from a thread that holds none of our locks) */
 static inline void lf__bound_fail(lf_bound *b, int err, lf_bound_ctx *self)
 {
     pthread_mutex_lock(&b->lf__lock);
     lf__bound_fail_locked(b, err, self);
     pthread_mutex_unlock(&b->lf__lock);
+    lf__bound_q_drain(b);
 }
 
 static inline int lf__bound_reactor_gone(lf_bound *b);
@@ -1368,8 +1420,12 @@ static inline int lf_bound_ctx_init(lf_bound_ctx *c, void *buf, size_t cap, int 
 
 static inline void lf_bound_ctx_destroy(lf_bound_ctx *c)
 {
-    if (c)
+    if (c) {
         lf_follower_destroy(&c->lf__f);
+        free(c->lf__abuf);
+        c->lf__abuf = NULL;
+        c->lf__acap = 0;
+    }
 }
 
 /* Room in the ring for one more request on the wire (lock held): 0, or ENOMEM. */
@@ -1395,10 +1451,10 @@ static inline int lf__bound_ring_room(lf_bound *b)
 static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, int in_order,
                                    void *h)
 {
-    int rc = 0;
+    int rc = 0, failed;
     pthread_mutex_lock(&b->lf__lock);
     lf__bound_learn_stop_locked(b);
-    if (b->lf__failed)
+    if ((failed = b->lf__failed) != 0)
         rc = b->lf__failed;
     else if (lf__load(&b->lf__send_failed, relaxed))
         rc = EPIPE; /* no request can go out: nothing to expect */
@@ -1415,6 +1471,7 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         c->lf__pos = 0;
         c->lf__h = h;
         c->lf__starting = h != NULL;
+        c->lf__queued = h != NULL; /* (lf_bound_start queues it next, or lets go) */
         c->lf__next = NULL;
         c->lf__pprev = NULL;
         if (!in_order) {
@@ -1426,6 +1483,8 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         b->lf__in_flight++;
     }
     pthread_mutex_unlock(&b->lf__lock);
+    if (failed && b->lf__r != NULL)
+        lf__bound_q_drain(b); /* a stop learnt here: started requests may be queued */
     return rc;
 }
 
@@ -1463,7 +1522,13 @@ typedef struct LF__CFG(lf__bound_sending) {
     const struct timespec *deadline; /* the writer's own */
     lf_follower self; /* bare: for the leader's work, made on first use */
     int self_ready;
+    int handler; /* the writer is the bound's handler (hybrid: lf__bound_write_some) */
+    int full;    /* ... which found the socket full: it waits for LF_EV_WRITE */
 } lf__bound_sending;
+
+/* Hybrid: the bound's handler writes what is queued (a started call's request has no
+ * thread to take over as writer). Defined with the hybrid part. */
+static inline void lf__bound_kick_writer(lf_bound *b);
 
 static inline int lf__bound_room_hybrid(lf__bound_sending *s);
 
@@ -1541,6 +1606,22 @@ static inline const struct timespec *lf__bound_inherit(const struct timespec *de
 static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_bound_ctx *self)
 {
     o->rc = rc;
+    if (o->started) {
+        /* nobody waits for it but a cancel (o->waits), and its context may be
+         * collected and reused once we let go of it: nothing touches o after */
+        int waits = o->waits;
+        lf_bound_ctx *c = o->c;
+        pthread_mutex_lock(&b->lf__lock);
+        if (rc)
+            lf__bound_withdraw_locked(b, c, rc); /* the call's result, unless in */
+        lf__store(&o->state, LF__OUT_DONE, release);
+        c->lf__queued = 0;
+        lf__bound_let_go_locked(b, c);
+        pthread_mutex_unlock(&b->lf__lock);
+        if (waits)
+            pthread_cond_broadcast(&b->lf__send_cv);
+        return;
+    }
     if (rc && o->c) {
         lf_bound_ctx *c = o->c;
         pthread_mutex_lock(&b->lf__lock);
@@ -1609,21 +1690,41 @@ static inline void lf__bound_q_fail(lf_bound *b, int rc, lf_bound_ctx *self, int
     }
 }
 
-/* The writer stops with requests still queued (lf__send held): wake every thread
- * whose request is among them; the first to look writes on. A head cut part-way is
- * queued again too: only its owner takes it back, by finishing it (or cutting it at
- * its deadline), so no other thread waits on it for longer than it chooses to. */
-static inline void lf__bound_orphan(lf_bound *b)
+/* The writer stops with requests still queued (lf__send held; full: the socket is):
+ * wake every thread whose request is among them; the first to look writes on. A
+ * head cut part-way is queued again too: only its owner takes it back, by finishing
+ * it (or cutting it at its deadline), so no other thread waits on it for longer than
+ * it chooses to. Started calls' requests have no owner waiting: the bound's handler
+ * is asked to write (or, if it is the writer and the socket is full, waits for
+ * LF_EV_WRITE). A connection that failed meanwhile fails them all instead. */
+static inline void lf__bound_orphan(lf__bound_sending *s, int full)
 {
+    lf_bound *b = s->b;
+    int started = 0, failed;
     if (lf__load(&b->lf__q_head->state, relaxed) == LF__OUT_WRITING)
         lf__store(&b->lf__q_head->state, LF__OUT_QUEUED, relaxed);
-    lf__store(&b->lf__orphaned, 1, relaxed);
     pthread_mutex_lock(&b->lf__lock);
-    for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
-        if (o->c && (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
-            lf__bound_wake(b, o->c);
+    if ((failed = b->lf__failed) == 0) {
+        lf__store(&b->lf__orphaned, 1, relaxed);
+        for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next) {
+            started |= o->started;
+            if (o->c && (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
+                lf__bound_wake(b, o->c);
+        }
+    }
     pthread_mutex_unlock(&b->lf__lock);
+    if (failed) { /* (nobody else would look: the writer is the one that does) */
+        lf__bound_q_fail(b, failed, NULL, 0);
+        pthread_cond_broadcast(&b->lf__send_cv);
+        return;
+    }
     pthread_cond_broadcast(&b->lf__send_cv); /* the waiting lf_bound_sends */
+    if (started) {
+        if (s->handler && full)
+            s->full = 1;
+        else
+            lf__bound_kick_writer(b);
+    }
 }
 
 /* The earlier of two deadlines (either may be NULL: never). */
@@ -1744,7 +1845,7 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         ssize_t n;
 
         if (own_out && (rounds >= LF_BOUND_WRITE_ROUNDS || lf__bound_ms_until(s->deadline) == 0)) {
-            lf__bound_orphan(b); /* ours is out: the others' turn to write */
+            lf__bound_orphan(s, 0); /* ours is out: the others' turn to write */
             return;
         }
         /* before each write, never after the last: a request written whole went out,
@@ -1815,7 +1916,7 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             if ((h = b->lf__q_head) == NULL)
                 continue; /* (a failed write took nothing off the queue) */
             if (lf__load(&own->state, relaxed) == LF__OUT_DONE) {
-                lf__bound_orphan(b); /* full: the others wait for room themselves */
+                lf__bound_orphan(s, 1); /* full: the others wait for room themselves */
                 return;
             }
             /* ours is still to go: wait for room until the earlier of the head's
@@ -1872,12 +1973,42 @@ static inline int lf__bound_post_locked(lf__bound_sending *s, lf__bound_out *o)
         b->lf__q_head = o;
     b->lf__q_tail = o;
     if (!b->lf__sending) {
+        lf__bound_out none; /* a started call's writer has nothing of its own to wait for */
         b->lf__sending = 1;
         lf__store(&b->lf__orphaned, 0, relaxed); /* a new writer takes what was left */
-        lf__bound_write_queue(s, o);
+        if (o->started) {
+            memset((void *)&none, 0, sizeof none);
+            lf__store(&none.state, LF__OUT_DONE, relaxed);
+        }
+        lf__bound_write_queue(s, o->started ? &none : o);
         b->lf__sending = 0;
     }
     return 0;
+}
+
+/* The connection failed (lf__send held): what is queued fails too, unless a writer
+ * is at work (it looks before its next write, and before it leaves the queue). */
+static inline void lf__bound_q_drain_locked(lf_bound *b)
+{
+    int rc;
+    if (b->lf__sending || b->lf__q_head == NULL)
+        return;
+    pthread_mutex_lock(&b->lf__lock);
+    rc = b->lf__failed;
+    pthread_mutex_unlock(&b->lf__lock);
+    if (rc)
+        lf__bound_q_fail(b, rc, NULL, 0);
+}
+
+/* ... from a thread that holds none of the bound's locks (cancellation off: the
+ * failures wake their owners) */
+static inline void lf__bound_q_drain(lf_bound *b)
+{
+    int cs = lf__nocancel_begin();
+    pthread_mutex_lock(&b->lf__send);
+    lf__bound_q_drain_locked(b);
+    pthread_mutex_unlock(&b->lf__send);
+    lf__nocancel_end(cs);
 }
 
 /* A thread whose request waits in an orphaned queue takes over as its writer (from
@@ -1919,6 +2050,11 @@ static inline void lf__bound_out_settle(lf__bound_sending *s, lf__bound_out *o, 
         int st = lf__load(&o->state, relaxed);
         if (st == LF__OUT_DONE)
             return;
+        if (st == LF__OUT_QUEUED && o->off == 0 && o->started) {
+            lf__bound_q_unlink(b, o);
+            lf__bound_out_done(b, o, why, NULL); /* its context let go too */
+            return;
+        }
         if (st == LF__OUT_QUEUED && o->off == 0) {
             lf__bound_q_unlink(b, o);
             o->rc = why;
@@ -1974,6 +2110,7 @@ static inline void lf__bound_out_init(lf__bound_out *o, const void *data, size_t
     o->rc = 0;
     o->waits = 0;
     o->pos = 0;
+    o->started = 0;
 }
 
 /* Queue g's request and wait until it is out (written by this thread as the writer,
@@ -2172,17 +2309,33 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     pthread_mutex_lock(&b->lf__lock);
     if (c->lf__state == LF__BC_WAITING || c->lf__state == LF__BC_RECEIVING) {
         lf__bound_withdraw_locked(b, c, ECANCELED);
-        lf__bound_wake(b, c); /* under the lock: c is still there */
+        lf__bound_wake(b, c); /* under the lock: c is still there (held: told below) */
     } else {
         rc = ENOENT;
     }
-    if (c->lf__starting) {
-        /* a start under way on another thread (its own thread never cancels here:
-         * a start runs no handler) still uses c: wait until it returned, so that
-         * nothing touches c once we do. Not a cancellation point: a lock wait. */
+    if (c->lf__starting || c->lf__queued) {
+        /* a started call that the bound still holds: its request is taken out of
+         * the write queue (or, cut part-way, finished: as lf_bound_send's), and a
+         * start under way on another thread (its own thread never cancels here: a
+         * start runs no handler) is waited for, so that nothing of ours touches c
+         * once we return. Not a cancellation point: lock waits and a send. */
         int cs = lf__nocancel_begin();
-        while (c->lf__starting)
-            pthread_cond_wait(&b->lf__start_cv, &b->lf__lock);
+        c->lf__cancels++;
+        while (c->lf__starting || c->lf__queued) {
+            if (c->lf__starting) {
+                pthread_cond_wait(&b->lf__start_cv, &b->lf__lock); /* it never waits */
+            } else {
+                lf__bound_sending s;
+                pthread_mutex_unlock(&b->lf__lock);
+                lf__bound_sending_init(&s, b, NULL);
+                pthread_mutex_lock(&b->lf__send);
+                lf__bound_out_settle(&s, &c->lf__aout, ECANCELED);
+                pthread_mutex_unlock(&b->lf__send);
+                pthread_mutex_lock(&b->lf__lock);
+            }
+        }
+        c->lf__cancels--;
+        lf__bound_let_go_locked(b, c); /* told now, if no other cancel holds it */
         lf__nocancel_end(cs);
     }
     pthread_mutex_unlock(&b->lf__lock);
@@ -2199,8 +2352,8 @@ static inline int lf_bound_collect(lf_bound *b, lf_bound_ctx *c)
     pthread_mutex_lock(&b->lf__lock);
     if (c->lf__state == LF__BC_IDLE)
         rc = ENOENT;
-    else if (c->lf__starting || !lf__bound_collect(b, c, &rc))
-        rc = EINPROGRESS; /* (its start has not returned: the result is told after) */
+    else if (lf__bound_held(c) || !lf__bound_collect(b, c, &rc))
+        rc = EINPROGRESS; /* (held: the result is told after) */
     pthread_mutex_unlock(&b->lf__lock);
     return rc;
 }
@@ -2347,6 +2500,8 @@ static inline int lf_bound_stats(lf_bound *b, struct lf_bound_stats *out)
     out->failed = b->lf__failed;
     out->send_failed = lf__load(&b->lf__send_failed, relaxed);
     pthread_mutex_unlock(&b->lf__lock);
+    if (out->failed)
+        lf__bound_q_drain(b); /* (a stop learnt here: nobody else may look) */
     pthread_mutex_lock(&b->lf__send);
     for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
         out->queued++;
@@ -2376,6 +2531,8 @@ typedef struct LF__CFG(lf__bound_att) {
     lf_reactor *r;
     int refs;   /* the bound's and the reactor's */
     int closed; /* the reactor ran handle_close */
+    int want_write; /* LF_EV_WRITE is in our interest: started requests wait for room
+                     * (set and cleared by our own dispatch only) */
 } lf__bound_att;
 
 /* the context this thread waits for in lf_bound_join (NULL: none), shared by every
@@ -2437,8 +2594,8 @@ static inline void lf__bound_wake_reactor(lf_bound *b, lf_bound_ctx *c)
 {
     int cs;
     if (c->lf__h != NULL) { /* started: its handler is told (ENOENT, ECANCELED: gone) */
-        if (c->lf__starting)
-            return; /* lf_bound_start tells it as it returns */
+        if (lf__bound_held(c))
+            return; /* told when the last hand lets go (lf__bound_let_go_locked) */
         cs = lf__nocancel_begin();
         (void)lf_reactor_notify((lf_reactor *)b->lf__r, (lf_handler *)c->lf__h, LF_EV_NOTIFY);
         lf__nocancel_end(cs);
@@ -2494,8 +2651,47 @@ static inline int lf__bound_room_hybrid(lf__bound_sending *s)
     return 0;
 }
 
+/* Ask the bound's handler to write what is queued (lf__send held, cancellation off):
+ * started calls' requests are left there with nobody of their own to write them.
+ * LF_EV_NOTIFY (a notified LF_EV_WRITE would be dropped: not in our interest),
+ * dispatched as any event of the connection; none if the reactor stopped or the
+ * handler is gone (a failure, then, fails the queue: q_drain). */
+static inline void lf__bound_kick_writer(lf_bound *b)
+{
+    lf__bound_att *a = (lf__bound_att *)b->lf__att;
+    (void)lf_reactor_notify((lf_reactor *)b->lf__r, &a->h, LF_EV_NOTIFY);
+}
+
+/* LF_EV_NOTIFY or LF_EV_WRITE, in our dispatch (a->lock held): write the queue unless a writer is at
+ * work, a bounded amount (the writer's rounds); on a full socket wait for room with
+ * LF_EV_WRITE in our interest, not in a thread. Never waits: the writer's own
+ * request is none, so lf__bound_room (whose reads take a->lock) is never reached. */
+static inline void lf__bound_write_some(lf__bound_att *a, lf_bound *b)
+{
+    lf__bound_sending s;
+    lf__bound_out none;
+    lf__bound_sending_init(&s, b, NULL);
+    s.handler = 1;
+    memset((void *)&none, 0, sizeof none);
+    lf__store(&none.state, LF__OUT_DONE, relaxed);
+    pthread_mutex_lock(&b->lf__send);
+    if (!b->lf__sending && b->lf__q_head != NULL) {
+        b->lf__sending = 1;
+        lf__store(&b->lf__orphaned, 0, relaxed);
+        lf__bound_write_queue(&s, &none);
+        b->lf__sending = 0;
+    }
+    pthread_mutex_unlock(&b->lf__send);
+    /* (from our own dispatch: no system call, applied as the handle is re-armed) */
+    if (s.full != a->want_write &&
+        lf_reactor_modify(a->r, &a->h, LF_EV_READ | (s.full ? LF_EV_WRITE : 0u)) == 0)
+        a->want_write = s.full;
+}
+
 /* The connection is readable: read what is there and deliver every reply. One
- * thread at a time (the reactor's promise), so the receive state needs no lock. */
+ * thread at a time (the reactor's promise), so the receive state needs no lock.
+ * LF_EV_NOTIFY (lf__bound_kick_writer) or LF_EV_WRITE (room): write what started
+ * calls left queued. */
 static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
 {
     lf__bound_att *a = (lf__bound_att *)(void *)h;
@@ -2509,6 +2705,8 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
     pthread_mutex_lock(&a->lock);
     if ((b = a->b) == NULL)
         rc = LF_REMOVE; /* lf_bound_destroy is removing us */
+    else if (events & (LF_EV_NOTIFY | LF_EV_WRITE))
+        lf__bound_write_some(a, b);
     /* a bounded amount of work per dispatch: a connection that never stops sending
      * must not pin a reactor thread (LF_KEEP re-arms the handle one-shot, so what is
      * left brings the next dispatch at once, after everybody else's turn; LF_DRAINED,
@@ -2532,6 +2730,8 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
         }
         break;
     }
+    if (rc == LF_REMOVE && b != NULL)
+        lf__bound_q_drain(b); /* failed: what started calls left queued fails too */
     pthread_mutex_unlock(&a->lock);
     lf__nocancel_end(cs);
     return rc;
@@ -2604,11 +2804,10 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
 static inline int lf_bound_start(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
                                  size_t len, const struct timespec *deadline, lf_handler *h)
 {
-    lf__bound_out o;
-    lf__bound_plain p;
+    lf__bound_sending s;
     struct timespec inherited;
     const struct timespec *until;
-    int rc, in_order;
+    int rc, in_order, cs;
 
     if (!lf__bound_ok(b) || c == NULL || h == NULL || req == NULL || len == 0 ||
         !lf__deadline_ok(deadline))
@@ -2619,25 +2818,48 @@ static inline int lf_bound_start(lf_bound *b, lf_bound_ctx *c, uint64_t id, cons
         id = 0; /* c->id says its place once it is on the wire */
     if ((rc = lf__bound_expect(b, c, id, in_order, (void *)h)) != 0)
         return rc;
+    /* c is ours until we let go (lf__starting): whatever finishes it meanwhile (a
+     * cancel, a failure, a shutdown, even the reply) tells nobody, and no collect
+     * takes it. The request is copied into c: req is the caller's again at once,
+     * and the request, queued, goes out after us (lf__queued holds c until then). */
     until = lf__bound_inherit(deadline, &inherited); /* (NESTING: a handler's send) */
-    lf__bound_out_init(&o, req, len, c, until);
-    lf__bound_sending_init(&p.s, b, until);
-    p.o = &o;
-    p.c = c;
-    rc = lf__bound_out_wait(&p);
-    /* c has been ours until now: whatever finished it meanwhile (a cancel, a failure,
-     * a shutdown, even the reply) told nobody, and no collect took it */
+    if (len > c->lf__acap) {
+        char *buf = (char *)realloc(c->lf__abuf, len);
+        if (buf == NULL) {
+            rc = ENOMEM;
+        } else {
+            c->lf__abuf = buf;
+            c->lf__acap = len;
+        }
+    }
+    if (rc == 0) {
+        memcpy(c->lf__abuf, req, len);
+        if (until != NULL) {
+            c->lf__adl = *until;
+            until = &c->lf__adl;
+        }
+        lf__bound_out_init(&c->lf__aout, c->lf__abuf, len, c, until);
+        c->lf__aout.started = 1;
+        lf__bound_sending_init(&s, b, NULL);
+        cs = lf__nocancel_begin(); /* (a writer's writes are no cancellation points) */
+        pthread_mutex_lock(&b->lf__send);
+        rc = lf__bound_post_locked(&s, &c->lf__aout); /* queued, or written by us */
+        pthread_mutex_unlock(&b->lf__send);
+        lf__nocancel_end(cs);
+    }
     pthread_mutex_lock(&b->lf__lock);
+    if (rc == 0 && !c->lf__queued && c->lf__aout.rc != 0)
+        rc = c->lf__aout.rc; /* written by us already, and not out whole */
     if (rc != 0) {
-        /* not out whole: the call never was; the send's error is its one result */
+        /* nothing queued, or not out whole: the call never was; the error is its
+         * one result */
         int ignored;
+        c->lf__queued = 0;
         lf__bound_withdraw_locked(b, c, rc);
         (void)lf__bound_collect(b, c, &ignored);
     } else {
         c->lf__starting = 0;
-        if (c->lf__state == LF__BC_DONE)
-            lf__bound_wake(b, c); /* in already: told now */
-        pthread_cond_broadcast(&b->lf__start_cv); /* a cancel waits for us to be out */
+        lf__bound_let_go_locked(b, c); /* in already (and out): told now */
     }
     pthread_mutex_unlock(&b->lf__lock);
     return rc;
@@ -2800,6 +3022,11 @@ static inline int lf__bound_room_hybrid(lf__bound_sending *s)
 {
     (void)s;
     return 0; /* unreachable: only lf_bound_attach sets lf__r */
+}
+
+static inline void lf__bound_kick_writer(lf_bound *b)
+{
+    (void)b; /* unreachable: only lf_bound_start queues a started request */
 }
 
 static inline int lf__bound_reactor_gone(lf_bound *b)

@@ -164,13 +164,16 @@
  *                       m from a start that returned 0 until memc_finish takes it)
  *     rc = memc_get_start(&m, &op, key, buf, cap, &handler, deadline);
  *     rc = memc_set_start(&m, &op, key, val, len, flags, exptime, &handler, deadline);
- *         0: the request is out (buf must stay put until finish; val and key may go
- *         at once); handler gets LF_EV_NOTIFY when the result is in (never before
- *         the start returns; started from another thread, op is that thread's until
- *         then: handler must not finish it before, keep a flag of your own). Anything else:
- *         nothing is in flight, the result is a blocking call's (ECANCELED after
- *         memc_shutdown or the reactor's stop, ECONNRESET, EPIPE, ETIMEDOUT: the send's
- *         deadline, EINVAL also for op in flight or handler NULL, ...).
+ *         0: the request is queued, a copy of it (val and key may go at once; buf
+ *         must stay put until finish): the start never waits for room; handler
+ *         gets LF_EV_NOTIFY when the result is in (never before the start returns;
+ *         started from another thread, op is that thread's until then: handler must
+ *         not finish it before, keep a flag of your own). A send that fails later
+ *         is the call's result (EPIPE; ETIMEDOUT: not sent by its deadline;
+ *         ECONNABORTED: a shutdown). Anything else: nothing is in flight, the
+ *         result is a blocking call's (ECANCELED after memc_shutdown or the
+ *         reactor's stop, ECONNRESET, EPIPE, ENOMEM, EINVAL also for op in flight
+ *         or handler NULL, ...).
  *     in handler, on LF_EV_NOTIFY:
  *     rc = memc_finish(&m, &op, &len, &flags);     (len, flags: a get's; may be NULL)
  *         EINPROGRESS: not in yet (a notification may stand for another call, or come
@@ -722,7 +725,7 @@ static inline int memc_get_start(memc *m, memc_op *op, const char *key, void *bu
                          &op->link);
 }
 
-/* Contract: as memc_get_start. The value is sent before it returns 0. */
+/* Contract: as memc_get_start. The value is copied before it returns 0. */
 static inline int memc_set_start(memc *m, memc_op *op, const char *key, const void *val,
                                  size_t len, uint32_t flags, uint32_t exptime, lf_handler *h,
                                  const struct timespec *deadline)

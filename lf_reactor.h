@@ -212,7 +212,9 @@
  *       ENOENT for a handler not registered here, ECANCELED after stop.
  *   int lf_reactor_timer_start(r, t, h, after_ns, period_ns)
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
- *       period_ns (0: once). Restarting an armed timer re-arms it. Timers of a removed
+ *       period_ns (0: once). Restarting an armed timer re-arms it; a one-shot
+ *       restarted to a later time (an idle timeout pushed on every read, a call's
+ *       deadline) keeps its place in the heap and costs no heap work. Timers of a removed
  *       handler are cancelled by the removal (as timer_cancel: their expiries not
  *       taken are forgotten; a one-shot that expired already is not armed, and keeps
  *       its count until taken or restarted). A handler may have any number of
@@ -620,7 +622,9 @@ struct lf_handler {
 struct lf_timer {
     /* private */
     lf__heap_node lf__node;
-    long long lf__when;   /* CLOCK_MONOTONIC ns */
+    long long lf__when;   /* CLOCK_MONOTONIC ns: its place in the heap */
+    long long lf__due;    /* its expiry, >= lf__when: a restart to a later time moves
+                           * only this, and the heap re-sorts it when lf__when comes */
     long long lf__period; /* ns; 0 = one-shot */
     unsigned long long lf__seq;
     lf_handler *lf__h; /* NULL: not armed */
@@ -1264,6 +1268,12 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
         lf_timer *t = LF__TIMER_OF(n);
         lf_handler *h = t->lf__h;
         unsigned long long due = 1;
+        if (t->lf__due > now) { /* restarted later since it was placed: re-sorted */
+            lf__heap_remove(&r->lf__theap, n);
+            t->lf__when = t->lf__due;
+            lf__timer_insert(r, t);
+            continue;
+        }
         if (t->lf__period > 0) {
             /* every period that ended by now counts, in one expiry (no burst), and
              * the timer keeps its phase: the next expiry is the first period end
@@ -1271,6 +1281,7 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
             due += (unsigned long long)((now - t->lf__when) / t->lf__period);
             lf__heap_remove(&r->lf__theap, n);
             t->lf__when = lf__ns_add(t->lf__when + (long long)(due - 1) * t->lf__period, t->lf__period);
+            t->lf__due = t->lf__when;
             lf__timer_insert(r, t);
         } else {
             lf__timer_unarm(r, t);
@@ -2726,11 +2737,12 @@ static inline int lf_reactor_notify(lf_reactor *r, lf_handler *h, uint32_t event
 static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler *h,
                                          long long after_ns, long long period_ns)
 {
-    long long first;
+    long long first, when;
     int earliest;
     void *owner;
     if (!lf__reactor_ok(r) || t == NULL || h == NULL || after_ns < 0 || period_ns < 0)
         return EINVAL;
+    when = lf__ns_add(lf__now_ns(), after_ns); /* LLONG_MAX: never. (No clock under the lock) */
     if ((owner = lf__load(&t->lf__r, relaxed)) != NULL && owner != (void *)r)
         return EINVAL; /* armed in another reactor: cancel it there first */
     if (lf__load(&r->lf__stopped, relaxed))
@@ -2745,11 +2757,20 @@ static inline int lf_reactor_timer_start(lf_reactor *r, lf_timer *t, lf_handler 
         lf__read_unlock();
         return ENOENT;
     }
+    lf__store(&t->lf__fired, 0ULL, relaxed); /* a restart forgets what was not taken */
+    if (t->lf__h == h && t->lf__period == 0 && period_ns == 0 && when >= t->lf__when) {
+        /* a one-shot restarted later (an idle timeout pushed on every read, a call's
+         * deadline): it keeps its place, no heap work; lf__timers_expire re-sorts it
+         * if its old time comes first. Never a new earliest: no wake-up. */
+        t->lf__due = when;
+        pthread_mutex_unlock(&r->lf__tlock);
+        lf__read_unlock();
+        return 0;
+    }
     if (t->lf__h)
         lf__timer_unarm(r, t);
-    lf__store(&t->lf__fired, 0ULL, relaxed); /* a restart forgets what was not taken */
     first = lf__load(&r->lf__next_timer, relaxed);
-    t->lf__when = lf__ns_add(lf__now_ns(), after_ns); /* LLONG_MAX: never */
+    t->lf__when = t->lf__due = when;
     t->lf__period = period_ns;
     t->lf__h = h;
     lf__store(&t->lf__r, (void *)r, relaxed);

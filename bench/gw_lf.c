@@ -39,10 +39,13 @@
  *      LF_EV_NOTIFY takes the result (memc_finish) and writes the reply. Nothing
  *      waits and nothing nests (max_depth 0), so every busy client has its call in
  *      flight at once, each with its own deadline: a per-client lf_timer, whose
- *      LF_EV_TIMEOUT aborts the call (memc_abort: ERR timeout). No fail-fast is
- *      needed (FAIL-FAST below is for blocking calls). A client takes one request
- *      at a time: its input is kept (up to 64 KiB, then READ is dropped) while its
- *      call is in flight. A GET's value lands in a buffer of the client's own (it
+ *      LF_EV_TIMEOUT aborts the call (memc_abort: ERR timeout). The timer is
+ *      restarted by each call's start and not cancelled when the call ends (a
+ *      restart to a later time costs the reactor no heap work; an expiry with no
+ *      call in flight is ignored), as the idle timer is restarted on every read.
+ *      No fail-fast is needed (FAIL-FAST below is for blocking calls). A client
+ *      takes one request at a time: its input is kept (up to 64 KiB, then READ is
+ *      dropped) while its call is in flight. A GET's value lands in a buffer of the client's own (it
  *      must stay put while the call is in flight; 512 bytes, grown for a larger
  *      value, which is fetched again as the blocking GET does).
  *
@@ -445,8 +448,8 @@ static void finish_call(struct conn *c, int rc, size_t len, int timed_out)
 {
     c->inflight = 0;
     atomic_fetch_sub(&calls, 1);
-    if (!timed_out)
-        (void)lf_reactor_timer_cancel(&reactor, &c->dl);
+    /* (the deadline's timer stays armed: the next call's start pushes it later, which
+     * costs no heap work; one that fires with no call in flight is ignored) */
     if (c->is_get && rc == EMSGSIZE && len <= GW_VALUE_MAX && c->tries < 3) {
         struct timespec dl;
         lf_deadline_in(&dl, args.deadline_ms * 1000000LL);

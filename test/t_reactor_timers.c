@@ -126,16 +126,19 @@ static void part_a(void)
 {
     static const long long delay[] = {0, 1 * MS, 15 * MS, 40 * MS};
     enum { N = sizeof delay / sizeof delay[0] };
-    static th c[N], moved, gone;
+    static th c[N], moved, gone, pushed, pushed_gone, pulled;
     lf_reactor r;
     pthread_t run[2];
-    long long t0[N], t_moved;
+    long long t0[N], t_moved, t_pushed, t_pulled;
 
     CHECK_EQ(lf_reactor_init(&r), 0);
     for (int i = 0; i < N; i++)
         reg_pipe(&r, &c[i], a_event);
     reg_pipe(&r, &moved, a_event);
     reg_pipe(&r, &gone, a_event);
+    reg_pipe(&r, &pushed, a_event);
+    reg_pipe(&r, &pushed_gone, a_event);
+    reg_pipe(&r, &pulled, a_event);
     CHECK_EQ(lf_reactor_timer_start(&r, &c[0].t, &c[0].h, -1, 0), EINVAL);
     CHECK_EQ(lf_reactor_timer_start(&r, &c[0].t, &c[0].h, 0, -1), EINVAL);
     CHECK_EQ(lf_reactor_timer_cancel(&r, &c[0].t), ENOENT); /* never armed */
@@ -153,10 +156,31 @@ static void part_a(void)
     CHECK_EQ(lf_reactor_timer_start(&r, &gone.t, &gone.h, 10 * MS, 0), 0);
     CHECK_EQ(lf_reactor_timer_cancel(&r, &gone.t), 0);
     CHECK_EQ(lf_reactor_timer_cancel(&r, &gone.t), ENOENT);
+    /* a one-shot pushed later again and again (an idle timeout restarted on every
+     * read): it fires once, and not before the last restart's time, though its
+     * first time passes meanwhile */
+    CHECK_EQ(lf_reactor_timer_start(&r, &pushed.t, &pushed.h, 4 * MS, 0), 0);
+    t_pushed = now_ns();
+    for (int i = 0; i < 12; i++) {
+        lft_sleep_ms(1);
+        t_pushed = now_ns();
+        CHECK_EQ(lf_reactor_timer_start(&r, &pushed.t, &pushed.h, 4 * MS, 0), 0);
+    }
+    /* pushed later, then cancelled: never fires */
+    CHECK_EQ(lf_reactor_timer_start(&r, &pushed_gone.t, &pushed_gone.h, 2 * MS, 0), 0);
+    CHECK_EQ(lf_reactor_timer_start(&r, &pushed_gone.t, &pushed_gone.h, 8 * MS, 0), 0);
+    CHECK_EQ(lf_reactor_timer_cancel(&r, &pushed_gone.t), 0);
+    /* pushed later, then pulled earlier than its first time: the earlier one holds */
+    CHECK_EQ(lf_reactor_timer_start(&r, &pulled.t, &pulled.h, 30 * MS, 0), 0);
+    CHECK_EQ(lf_reactor_timer_start(&r, &pulled.t, &pulled.h, 3600LL * 1000 * MS, 0), 0);
+    t_pulled = now_ns();
+    CHECK_EQ(lf_reactor_timer_start(&r, &pulled.t, &pulled.h, 3 * MS, 0), 0);
 
     for (int i = 0; i < N; i++)
         AWAIT(lft_load(&c[i].fires) >= 1, "a one-shot timer to fire");
     AWAIT(lft_load(&moved.fires) >= 1, "the restarted timer to fire");
+    AWAIT(lft_load(&pushed.fires) >= 1, "the pushed timer to fire");
+    AWAIT(lft_load(&pulled.fires) >= 1, "the pulled timer to fire");
     /* give a duplicate expiry, or the cancelled timer, every chance to show up */
     lft_sleep_ms(60);
     for (int i = 0; i < N; i++) {
@@ -167,6 +191,11 @@ static void part_a(void)
     CHECK_EQ(lft_load(&moved.fires), 1);
     CHECK(lft_load(&moved.fire_ns) - t_moved >= 5 * MS);
     CHECK_EQ(lft_load(&gone.fires), 0);
+    CHECK_EQ(lft_load(&pushed.fires), 1);
+    CHECK(lft_load(&pushed.fire_ns) - t_pushed >= 4 * MS);
+    CHECK_EQ(lft_load(&pushed_gone.fires), 0);
+    CHECK_EQ(lft_load(&pulled.fires), 1);
+    CHECK(lft_load(&pulled.fire_ns) - t_pulled >= 3 * MS);
 
     /* an expired one-shot record can be started again */
     t0[0] = now_ns();
@@ -182,6 +211,9 @@ static void part_a(void)
     }
     close(moved.peer);
     close(gone.peer);
+    close(pushed.peer);
+    close(pushed_gone.peer);
+    close(pulled.peer);
 }
 
 /* ------------------------------------------------------------------ B: periodic */

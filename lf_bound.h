@@ -186,8 +186,8 @@
  *       is not waiting (not expected, or its result is already in). It withdraws the
  *       wait, not the request: one already sent stays sent. A started call's result
  *       is then ECANCELED, and its handler is told; a request of it still queued is
- *       taken back, one cut part-way finished, and a start under way on another
- *       thread waited for (ASYNCHRONOUS CALLS).
+ *       taken back, one cut part-way left to the writers, and a start under way on
+ *       another thread waited for (ASYNCHRONOUS CALLS).
  *   int lf_bound_start(b, c, id, const void *req, size_t len, deadline,
  *                      lf_handler *h)          (hybrid only; ASYNCHRONOUS CALLS)
  *       lf_bound_call without the join, and without a wait: the request is copied
@@ -195,9 +195,10 @@
  *       LF_EV_NOTIFY once c's result is in, and lf_bound_collect takes it. 0: the
  *       call is in flight (its send's failure, if any, is its result). Else nothing
  *       is in flight (c is free): the errors of lf_bound_call's expect, EPIPE, the
- *       send's error if this thread wrote the request and it failed, ENOMEM (the
- *       copy); ENOTSUP on a bare bound; EINVAL for h, req NULL or len 0. id as
- *       lf_bound_call's (ignored under LF_BOUND_IN_ORDER).
+ *       send's failure if it came before the start returned (EPIPE, ETIMEDOUT,
+ *       ECANCELED, ECONNABORTED, ...), ENOMEM (the copy); ENOTSUP on a bare bound;
+ *       EINVAL for h, req NULL or len 0. id as lf_bound_call's (ignored under
+ *       LF_BOUND_IN_ORDER).
  *   int lf_bound_collect(b, c)                 never waits: c's result (as a join
  *       would return it: 0 with c->len bytes in c->buf, ECANCELED, ECONNABORTED,
  *       ECONNRESET, EPROTO, EMSGSIZE, EBADMSG), and c is free; EINPROGRESS: not in
@@ -401,25 +402,33 @@
  *   request is out (written whole, or failed) and its start has returned, c is the
  *   bound's: whatever finishes the call meanwhile (a cancel, a failure, a shutdown,
  *   even its reply) tells h nothing, and a collect says EINPROGRESS; h is told as
- *   the last of the two lets go, if the result is in. A start that fails leaves no
- *   call: h is never told of it, collect says ENOENT. A send that fails after the
- *   start returned is the call's result: EPIPE (the write side broke), ETIMEDOUT
- *   (its deadline passed before a byte of it went out: not sent), ECONNABORTED (a
- *   shutdown: the bound cannot tell whether it went out).
- *   The deadline bounds the request's time in the queue; from a handler that a
- *   blocking hybrid join dispatched it is the earlier of it and that join's
- *   (NESTING): there a start with no deadline of its own may end ETIMEDOUT at
- *   once, the outer join's deadline past. A request that went out part-way is
- *   finished when room comes, whatever its deadline (the stream must stay whole).
+ *   the last of these lets go (or a cancel at work on c, below), if the result is
+ *   in. A start that fails leaves no call: h is never told of it, collect says
+ *   ENOENT. A send that fails after the start returned is the call's result: EPIPE
+ *   (the write side broke), ETIMEDOUT (its deadline passed before a byte of it went
+ *   out: not sent), ECANCELED (a shutdown before a byte of it went out: not sent),
+ *   ECONNABORTED (a shutdown once it had begun, or with its reply due).
+ *   The deadline bounds the request's wait for its first byte to go out, also
+ *   while the socket is full (the bound's handler keeps a timer for the earliest);
+ *   from a handler that a blocking hybrid join dispatched it is the earlier of it
+ *   and that join's (NESTING): there a start with no deadline of its own may end
+ *   ETIMEDOUT at once, the outer join's deadline past. A request that went out
+ *   part-way is finished when room comes, whatever its deadline: the stream must
+ *   stay whole, and nobody waits for it (the blocking sends queued behind it wait
+ *   until their own deadlines, then are not sent). The queue is not bounded: a
+ *   peer that stops reading holds every request started meanwhile (a copy each);
+ *   lf_bound_stats' queued says how many, and a server that starts faster than
+ *   its peer reads bounds its own calls in flight.
  *   No deadline of the call's own after the send: arm an lf_timer on h, and on its
  *   LF_EV_TIMEOUT call lf_bound_cancel(b, c) (0: withdrawn, a reply that comes later
  *   is stray) and lf_bound_collect (ECANCELED), or take the result that won the race.
- *   A cancel takes a request still queued back (not sent). One cut part-way it
- *   finishes, as the writer, before it returns: it waits for room for it, until its
- *   deadline (which then breaks the stream: EPIPE from then on); with none, until
- *   the peer reads. And it waits for a start under way on another thread, which
- *   never waits itself. So handle_close's cancel and collect are safe in every
- *   case, and hold a reactor thread only for a request cut part-way.
+ *   A cancel takes a request still queued back (not sent). One cut part-way is
+ *   moved out of c into a block of the bound's own, which the writers finish and
+ *   free (only if that block cannot be allocated does the cancel finish the
+ *   request itself, waiting for room as lf_bound_send would). It waits for a start
+ *   under way on another thread, which never waits itself, and for any other
+ *   cancel at work on c. So handle_close's cancel and collect are safe in every
+ *   case, and hold a reactor thread for no peer.
  *   The cancel tells h too (the notification it posts comes after the collect, and
  *   that collect says ENOENT, or EINPROGRESS for the next call on c): one spare
  *   dispatch per cancel.
@@ -449,7 +458,7 @@
  *                        shutdown it still returns the result (above).
  *     lf_bound_cancel    any thread, any time the context is not yet collected
  *                        (it waits for a start under way on another thread, and
- *                        finishes a request cut part-way).
+ *                        for another cancel of c).
  *   Each result is told once, to h; a notify that cannot be posted (h removed, r
  *   stopped) is lost, and the result stays in c for the collect.
  *
@@ -477,7 +486,7 @@
  *   counts once in stats.cancelled, not in stats.cancels (lf_bound_cancel's). The
  *   other threads go on with their calls; lf_bound_shutdown and lf_bound_destroy
  *   work as before. The waits, and what their cleanup gives back:
- *     waiting for its request to go out (send; hybrid call; lf_bound_start)  the
+ *     waiting for its request to go out (send; hybrid call)  the
  *         request is taken out of the queue if nothing of it was written; if a
  *         writer has it, waited for; if it was handed on cut part-way, finished
  *         (until its deadline, with none until the peer takes it: a cancel never cuts
@@ -507,8 +516,12 @@
  *   must be anyway. Reads (the socket is non-blocking), wake-ups (a write to an
  *   eventfd or a pipe), closes and the reactor calls of lf_bound_destroy are no
  *   waits of the caller's and run with cancellation disabled too. Every call puts
- *   the caller's cancel state back before it returns. expect, cancel, shutdown and
- *   stats take locks only. Asynchronous cancellation is supported
+ *   the caller's cancel state back before it returns. lf_bound_start never waits
+ *   but for locks (it may write, as any writer). expect, shutdown and stats take
+ *   locks (shutdown and stats may fail the queued requests); lf_bound_cancel waits
+ *   for a start under way and for another cancel, and, only if memory runs out,
+ *   for room for a request cut part-way (ASYNCHRONOUS CALLS): none of these waits
+ *   is a cancellation point. Asynchronous cancellation is supported
  *   nowhere (lf.h, CANCELLATION). A context on the cancelled thread's stack may be
  *   destroyed in that thread's own cleanup handler (lf_bound_ctx_destroy): the
  *   bound's cleanup has run by then.
@@ -639,6 +652,8 @@ struct LF__CFG(lf__bound_out) {
     unsigned long long pos; /* LF_BOUND_IN_ORDER: its place in the ring + 1, from its
                              * first write (0: none yet) */
     int started;          /* lf_bound_start's: in its context, and nobody waits for it */
+    int owned;            /* a cancelled start's request cut part-way, moved out of its
+                           * context: the queue's own block, freed when DONE */
 };
 
 enum { LF__BC_IDLE = 0, LF__BC_WAITING, LF__BC_RECEIVING, LF__BC_DONE };
@@ -668,6 +683,7 @@ struct LF__CFG(lf_bound_ctx) {
     int lf__starting; /* lf_bound_start has not returned */
     int lf__queued;   /* its request (lf__aout) is in the write queue */
     int lf__cancels;  /* lf_bound_cancels at work on it */
+    unsigned lf__gen; /* its calls so far (a cancel that waited acts on its own call only) */
     lf__bound_out lf__aout; /* lf_bound_start: its request, in the write queue */
     char *lf__abuf;         /* ... its bytes, copied (freed by lf_bound_ctx_destroy) */
     size_t lf__acap;
@@ -878,6 +894,10 @@ static inline void lf__bound_finish(lf_bound *b, lf_bound_ctx *c, int result, in
  * may have applied the request. A call that finds the bound finished before its
  * first byte is written still says ECANCELED (lf__bound_send returns it, and
  * lf_bound_call returns the send's error, not the context's). */
+/* Hybrid: the bound's handler writes what is queued (a started call's request has no
+ * thread to take over as writer), or fails it. Defined with the hybrid part. */
+static inline void lf__bound_kick_writer(lf_bound *b);
+
 static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *self)
 {
     int waiters = err == ECANCELED ? ECONNABORTED : err;
@@ -913,6 +933,8 @@ static inline void lf__bound_fail_locked(lf_bound *b, int err, lf_bound_ctx *sel
         b->lf__cur = NULL;
     }
     lf__bound_kick(b); /* a leader blocked in poll looks again */
+    if (b->lf__att != NULL)
+        lf__bound_kick_writer(b); /* the queue fails too, wherever this failure came from */
 }
 
 static inline void lf__bound_q_drain(lf_bound *b);
@@ -1472,6 +1494,7 @@ static inline int lf__bound_expect(lf_bound *b, lf_bound_ctx *c, uint64_t id, in
         c->lf__h = h;
         c->lf__starting = h != NULL;
         c->lf__queued = h != NULL; /* (lf_bound_start queues it next, or lets go) */
+        c->lf__gen++;
         c->lf__next = NULL;
         c->lf__pprev = NULL;
         if (!in_order) {
@@ -1525,10 +1548,6 @@ typedef struct LF__CFG(lf__bound_sending) {
     int handler; /* the writer is the bound's handler (hybrid: lf__bound_write_some) */
     int full;    /* ... which found the socket full: it waits for LF_EV_WRITE */
 } lf__bound_sending;
-
-/* Hybrid: the bound's handler writes what is queued (a started call's request has no
- * thread to take over as writer). Defined with the hybrid part. */
-static inline void lf__bound_kick_writer(lf_bound *b);
 
 static inline int lf__bound_room_hybrid(lf__bound_sending *s);
 
@@ -1606,6 +1625,10 @@ static inline const struct timespec *lf__bound_inherit(const struct timespec *de
 static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_bound_ctx *self)
 {
     o->rc = rc;
+    if (o->owned) { /* nobody's: its call was cancelled */
+        free(o);
+        return;
+    }
     if (o->started) {
         /* nobody waits for it but a cancel (o->waits), and its context may be
          * collected and reused once we let go of it: nothing touches o after */
@@ -1614,6 +1637,9 @@ static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_
         pthread_mutex_lock(&b->lf__lock);
         if (rc)
             lf__bound_withdraw_locked(b, c, rc); /* the call's result, unless in */
+        if (rc == ECANCELED && o->off == 0 && c->lf__state == LF__BC_DONE &&
+            c->lf__result == ECONNABORTED)
+            c->lf__result = ECANCELED; /* a shutdown's: not sent, and now we know it */
         lf__store(&o->state, LF__OUT_DONE, release);
         c->lf__queued = 0;
         lf__bound_let_go_locked(b, c);
@@ -1707,7 +1733,7 @@ static inline void lf__bound_orphan(lf__bound_sending *s, int full)
     if ((failed = b->lf__failed) == 0) {
         lf__store(&b->lf__orphaned, 1, relaxed);
         for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next) {
-            started |= o->started;
+            started |= o->started | o->owned; /* (no thread waits for either) */
             if (o->c && (o->c->lf__state == LF__BC_WAITING || o->c->lf__state == LF__BC_RECEIVING))
                 lf__bound_wake(b, o->c);
         }
@@ -1901,7 +1927,9 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
         /* the rest is queued again (a head cut part-way stays WRITING: it is the
          * writer's to finish, nobody may take it back) */
         for (o = b->lf__q_head; o != NULL; o = o->next) {
-            if (o->off == 0 && lf__load(&o->state, relaxed) == LF__OUT_WRITING) {
+            /* (a started head cut part-way too: a cancel may move it out of its
+             * context, lf__bound_out_detach) */
+            if ((o->off == 0 || o->started) && lf__load(&o->state, relaxed) == LF__OUT_WRITING) {
                 lf__store(&o->state, LF__OUT_QUEUED, relaxed);
                 waits |= o->waits;
             }
@@ -1921,7 +1949,7 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             }
             /* ours is still to go: wait for room until the earlier of the head's
              * deadline and ours (copied: the head's owner may leave meanwhile) */
-            if (h->deadline != NULL) {
+            if (h->deadline != NULL && !h->started) { /* (a started one's: see below) */
                 hd = *h->deadline;
                 dl = &hd;
             }
@@ -1933,8 +1961,11 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
             rc = lf__bound_room(s, dl);
             pthread_mutex_lock(&b->lf__send);
             h = b->lf__q_head;
-            if (rc == ETIMEDOUT && h != NULL && h->off > 0 && lf__bound_ms_until(h->deadline) == 0) {
-                /* cut part-way by its deadline: the stream is broken */
+            if (rc == ETIMEDOUT && h != NULL && h->off > 0 && !h->started &&
+                lf__bound_ms_until(h->deadline) == 0) {
+                /* cut part-way by its deadline: the stream is broken (a started
+                 * request's deadline bounds its wait to begin only: once begun it is
+                 * finished, nobody waiting for it) */
                 lf__bound_out_done(b, lf__bound_q_pop(b), ETIMEDOUT, own->c);
                 lf__bound_q_fail(b, EPIPE, own->c, 1);
                 return;
@@ -2039,6 +2070,34 @@ static inline void lf__bound_adopt(lf_bound *b, lf__bound_out *own)
     lf__nocancel_end(cs);
 }
 
+/* A started request cut part-way, its call cancelled (lf__send held; o queued, not
+ * being written): the rest must still go out (the stream stays whole), but not from
+ * its context, which its owner may free once the cancel returns. A block of the
+ * queue's own takes its place (the whole request, and how much of it is out); the
+ * writer frees it when it is out. 0, or ENOMEM (o left as it was). */
+static inline int lf__bound_out_detach(lf_bound *b, lf__bound_out *o, int why)
+{
+    lf__bound_out *d;
+    if (b->lf__q_head != o || o->len > SIZE_MAX - sizeof *d ||
+        (d = (lf__bound_out *)malloc(sizeof *d + o->len)) == NULL)
+        return ENOMEM; /* (a request begun is the head: the first test never holds) */
+    memset((void *)d, 0, sizeof *d);
+    memcpy((void *)(d + 1), o->p, o->len);
+    d->p = (const char *)(d + 1);
+    d->len = o->len;
+    d->off = o->off;
+    d->pos = o->pos; /* (in order: its place stays; its context was withdrawn from it) */
+    lf__store(&d->state, LF__OUT_QUEUED, relaxed);
+    d->owned = 1;
+    d->next = o->next;
+    b->lf__q_head = d;
+    if (b->lf__q_tail == o)
+        b->lf__q_tail = d;
+    o->next = NULL;
+    lf__bound_out_done(b, o, why, NULL); /* its context let go */
+    return 0;
+}
+
 /* o is its owner's again (lf__send held, cancellation off): taken out of the queue
  * if no byte of it went out (DONE with why, "not sent"); waited for while a writer
  * has it; finished, as the writer, if a writer handed it on cut part-way (its
@@ -2055,6 +2114,8 @@ static inline void lf__bound_out_settle(lf__bound_sending *s, lf__bound_out *o, 
             lf__bound_out_done(b, o, why, NULL); /* its context let go too */
             return;
         }
+        if (st == LF__OUT_QUEUED && o->started && lf__bound_out_detach(b, o, why) == 0)
+            return; /* (no memory: finished by us, below) */
         if (st == LF__OUT_QUEUED && o->off == 0) {
             lf__bound_q_unlink(b, o);
             o->rc = why;
@@ -2111,6 +2172,7 @@ static inline void lf__bound_out_init(lf__bound_out *o, const void *data, size_t
     o->waits = 0;
     o->pos = 0;
     o->started = 0;
+    o->owned = 0;
 }
 
 /* Queue g's request and wait until it is out (written by this thread as the writer,
@@ -2313,15 +2375,19 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
     } else {
         rc = ENOENT;
     }
-    if (c->lf__starting || c->lf__queued) {
+    if (c->lf__starting || c->lf__queued || c->lf__cancels) {
         /* a started call that the bound still holds: its request is taken out of
-         * the write queue (or, cut part-way, finished: as lf_bound_send's), and a
-         * start under way on another thread (its own thread never cancels here: a
-         * start runs no handler) is waited for, so that nothing of ours touches c
-         * once we return. Not a cancellation point: lock waits and a send. */
+         * the write queue (one cut part-way is moved to a block of the queue's own,
+         * lf__bound_out_detach), a start under way on another thread (its own
+         * thread never cancels here: a start runs no handler) and any other cancel
+         * at work are waited for, so that nothing of ours touches c once we return.
+         * Not a cancellation point: lock waits, none for a peer (but with no memory
+         * for the block: then we finish the request as lf_bound_send would). */
         int cs = lf__nocancel_begin();
+        unsigned gen = c->lf__gen; /* (a start that fails collects c itself: its owner
+                                    * may start it again meanwhile, not ours to touch) */
         c->lf__cancels++;
-        while (c->lf__starting || c->lf__queued) {
+        while (c->lf__gen == gen && (c->lf__starting || c->lf__queued)) {
             if (c->lf__starting) {
                 pthread_cond_wait(&b->lf__start_cv, &b->lf__lock); /* it never waits */
             } else {
@@ -2336,6 +2402,8 @@ static inline int lf_bound_cancel(lf_bound *b, lf_bound_ctx *c)
         }
         c->lf__cancels--;
         lf__bound_let_go_locked(b, c); /* told now, if no other cancel holds it */
+        while (c->lf__cancels) /* another cancel at work: a collect after us must see */
+            pthread_cond_wait(&b->lf__start_cv, &b->lf__lock); /* the result in */
         lf__nocancel_end(cs);
     }
     pthread_mutex_unlock(&b->lf__lock);
@@ -2533,6 +2601,7 @@ typedef struct LF__CFG(lf__bound_att) {
     int closed; /* the reactor ran handle_close */
     int want_write; /* LF_EV_WRITE is in our interest: started requests wait for room
                      * (set and cleared by our own dispatch only) */
+    lf_timer tmr;   /* ... and the earliest of their deadlines (lf__bound_write_some) */
 } lf__bound_att;
 
 /* the context this thread waits for in lf_bound_join (NULL: none), shared by every
@@ -2659,17 +2728,23 @@ static inline int lf__bound_room_hybrid(lf__bound_sending *s)
 static inline void lf__bound_kick_writer(lf_bound *b)
 {
     lf__bound_att *a = (lf__bound_att *)b->lf__att;
+    int cs = lf__nocancel_begin(); /* (it may write the reactor's wake-up descriptor) */
     (void)lf_reactor_notify((lf_reactor *)b->lf__r, &a->h, LF_EV_NOTIFY);
+    lf__nocancel_end(cs);
 }
 
-/* LF_EV_NOTIFY or LF_EV_WRITE, in our dispatch (a->lock held): write the queue unless a writer is at
- * work, a bounded amount (the writer's rounds); on a full socket wait for room with
- * LF_EV_WRITE in our interest, not in a thread. Never waits: the writer's own
- * request is none, so lf__bound_room (whose reads take a->lock) is never reached. */
+/* LF_EV_NOTIFY, LF_EV_WRITE or LF_EV_TIMEOUT, in our dispatch (a->lock held): write
+ * the queue unless a writer is at work, a bounded amount (the writer's rounds); on a
+ * full socket wait for room with LF_EV_WRITE in our interest, not in a thread, and
+ * with a timer for the earliest deadline of the requests not begun (the writer
+ * takes those that passed out of the queue before it writes). Never waits: the
+ * writer's own request is none, so lf__bound_room (whose reads take a->lock) is
+ * never reached. */
 static inline void lf__bound_write_some(lf__bound_att *a, lf_bound *b)
 {
     lf__bound_sending s;
     lf__bound_out none;
+    long long next = -1;
     lf__bound_sending_init(&s, b, NULL);
     s.handler = 1;
     memset((void *)&none, 0, sizeof none);
@@ -2681,7 +2756,16 @@ static inline void lf__bound_write_some(lf__bound_att *a, lf_bound *b)
         lf__bound_write_queue(&s, &none);
         b->lf__sending = 0;
     }
+    if (s.full) {
+        for (lf__bound_out *o = b->lf__q_head; o != NULL; o = o->next)
+            if (o->off == 0 && o->deadline != NULL && (next < 0 || lf__ts_ns(o->deadline) < next))
+                next = lf__ts_ns(o->deadline);
+    }
     pthread_mutex_unlock(&b->lf__send);
+    if (next >= 0) {
+        long long left = next - lf__now_ns();
+        (void)lf_reactor_timer_start(a->r, &a->tmr, &a->h, left > 0 ? left : 0, 0);
+    }
     /* (from our own dispatch: no system call, applied as the handle is re-armed) */
     if (s.full != a->want_write &&
         lf_reactor_modify(a->r, &a->h, LF_EV_READ | (s.full ? LF_EV_WRITE : 0u)) == 0)
@@ -2705,7 +2789,7 @@ static inline int lf__bound_on_event(lf_handler *h, int fd, uint32_t events)
     pthread_mutex_lock(&a->lock);
     if ((b = a->b) == NULL)
         rc = LF_REMOVE; /* lf_bound_destroy is removing us */
-    else if (events & (LF_EV_NOTIFY | LF_EV_WRITE))
+    else if (events & (LF_EV_NOTIFY | LF_EV_WRITE | LF_EV_TIMEOUT))
         lf__bound_write_some(a, b);
     /* a bounded amount of work per dispatch: a connection that never stops sending
      * must not pin a reactor thread (LF_KEEP re-arms the handle one-shot, so what is
@@ -2784,6 +2868,7 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
     a->r = r;
     a->refs = 2;
     lf_handler_init(&a->h, lf__bound_on_event, lf__bound_on_close);
+    lf_timer_init(&a->tmr);
     if ((rc = lf_reactor_register(r, &a->h, b->lf__fd, LF_EV_READ | LF_EV_KEEPFD)) != 0) {
         pthread_mutex_destroy(&a->lock);
         free(a);
@@ -2797,10 +2882,10 @@ static inline int lf_bound_attach(lf_bound *b, lf_reactor *r)
 }
 
 /* Contract: the thread that owns c, any thread of the process (usually a handler of
- * r: h's own, or another's); hybrid only. The request goes out before this returns
- * (as lf_bound_send_until: a writer waiting for room reads replies, runs no
- * handler); no join follows: h gets LF_EV_NOTIFY once the result is in, and
- * lf_bound_collect takes it (ASYNCHRONOUS CALLS). */
+ * r: h's own, or another's); hybrid only. The request is copied and queued, and
+ * written at once if no other thread writes; nothing waits but for locks. No join
+ * follows: h gets LF_EV_NOTIFY once the result is in, and lf_bound_collect takes it
+ * (ASYNCHRONOUS CALLS). */
 static inline int lf_bound_start(lf_bound *b, lf_bound_ctx *c, uint64_t id, const void *req,
                                  size_t len, const struct timespec *deadline, lf_handler *h)
 {

@@ -170,10 +170,10 @@
  *         started from another thread, op is that thread's until then: handler must
  *         not finish it before, keep a flag of your own). A send that fails later
  *         is the call's result (EPIPE; ETIMEDOUT: not sent by its deadline;
- *         ECONNABORTED: a shutdown). Anything else: nothing is in flight, the
- *         result is a blocking call's (ECANCELED after memc_shutdown or the
- *         reactor's stop, ECONNRESET, EPIPE, ENOMEM, EINVAL also for op in flight
- *         or handler NULL, ...).
+ *         ECANCELED, not sent, or ECONNABORTED: a shutdown). Anything else:
+ *         nothing is in flight, the result is a blocking call's (ECANCELED after
+ *         memc_shutdown or the reactor's stop, ECONNRESET, EPIPE, ENOMEM, EINVAL
+ *         also for op in flight or handler NULL, ...).
  *     in handler, on LF_EV_NOTIFY:
  *     rc = memc_finish(&m, &op, &len, &flags);     (len, flags: a get's; may be NULL)
  *         EINPROGRESS: not in yet (a notification may stand for another call, or come

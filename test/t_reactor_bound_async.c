@@ -597,22 +597,43 @@ static void part_f(void)
     f_peer_gets_nothing();
     CHECK_EQ(lft_stats(&b).queued, 0);
 
-    /* 3. a request larger than the socket holds goes out part-way: a cancel then
-     * finishes it (the stream stays whole) before it returns, as the peer reads */
+    /* 3. a request larger than the socket holds goes out part-way: a cancel returns
+     * without waiting for the peer (the rest is moved out of the context), and the
+     * rest still goes out when the peer reads (the stream stays whole) */
     f_start_queued(60000);
     CHECK(pthread_create(&ct, NULL, f_canceller, NULL) == 0);
-    f_peer_reads_request(0);
     lft_join(ct);
     CHECK_EQ(lft_load(&f_cancel), 0);
     AWAIT(lft_load(&f_got) == ECANCELED, "h told, and its collect ECANCELED");
+    memset(fc.lf__abuf, 'x', fc.lf__acap); /* (white box: the context's copy is free) */
+    f_peer_reads_request(0);
     f_peer_gets_nothing();
     CHECK_EQ(lft_stats(&b).send_failed, 0); /* nothing was cut */
+    CHECK_EQ(lft_stats(&b).queued, 0);
 
-    /* 4. a shutdown with a started request queued: it fails, h is told */
+    /* 4. a deadline passes while the request waits in the queue (the socket full,
+     * the peer reads nothing): ETIMEDOUT, not sent, h told without the peer */
+    junk = lft_fill_socket(sv[0]);
+    {
+        static unsigned char req[HDR + BODY];
+        struct timespec dl;
+        int told = lft_load(&f_told);
+        lft_put_header(req, MAGIC, BODY, 8);
+        memset(req + HDR, 'q', BODY);
+        lf_deadline_in(&dl, 20 * 1000000LL);
+        lft_store(&f_got, -1);
+        CHECK_EQ(lf_bound_start(&b, &fc, 8, req, sizeof req, &dl, &fh), 0);
+        AWAIT(lft_load(&f_got) == ETIMEDOUT, "h told, and its collect ETIMEDOUT");
+        CHECK(lft_load(&f_told) > told);
+    }
+    CHECK(lft_skip(sv[1], junk));
+    f_peer_gets_nothing();
+
+    /* 5. a shutdown with a started request queued: not sent (ECANCELED), h is told */
     junk = lft_fill_socket(sv[0]);
     f_start_queued(BODY);
     CHECK_EQ(lf_bound_shutdown(&b), 0);
-    AWAIT(lft_load(&f_got) == ECONNABORTED, "h told, and its collect ECONNABORTED");
+    AWAIT(lft_load(&f_got) == ECANCELED, "h told, and its collect ECANCELED");
     CHECK_EQ(lft_stats(&b).queued, 0);
     CHECK(lft_skip(sv[1], junk));
     f_peer_gets_nothing(); /* (it never went out) */
@@ -625,8 +646,8 @@ static void part_f(void)
     close(sv[0]);
     close(sv[1]);
     printf("  F: starts from another thread on a full socket returned at once; the bound's "
-           "handler wrote the request when room came; a cancel took one back, finished "
-           "one cut part-way; a shutdown failed one\n");
+           "handler wrote the request when room came; a cancel took one back, and let "
+           "one cut part-way go on without waiting; a shutdown failed one, not sent\n");
 }
 
 /* G */
@@ -708,9 +729,249 @@ static void part_g(void)
            GMANY);
 }
 
+/* H: two cancels of one started context at once, and a cancel that waited for a
+ * start which then failed. Each cancel returns only when no cancel holds the context
+ * any more (a collect right after it has the result), and a cancel acts on the call
+ * it was made for, never on the next call started on the same context. */
+static lf_bound_ctx hc;
+static lf_handler hh;
+static unsigned char hreq[HDR + BODY];
+static LFT_ATOMIC(int) h_go_s, h_go_a, h_done_s, h_done_a, h_quit;
+static LFT_ATOMIC(int) h_rc1 = -1, h_rc2 = -1;
+
+static int on_h(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)fd;
+    (void)events;
+    return LF_KEEP;
+}
+
+static void *h_starter(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        while (!lft_load(&h_go_s)) {
+            if (lft_load(&h_quit))
+                return NULL;
+            sched_yield();
+        }
+        lft_store(&h_go_s, 0);
+        CHECK_EQ(lf_bound_start(&b, &hc, 1, hreq, sizeof hreq, NULL, &hh), 0);
+        lft_store(&h_done_s, 1);
+    }
+}
+
+static void *h_canceller(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        while (!lft_load(&h_go_a)) {
+            if (lft_load(&h_quit))
+                return NULL;
+            sched_yield();
+        }
+        lft_store(&h_go_a, 0);
+        int rc = lf_bound_cancel(&b, &hc);
+        CHECK(rc == 0 || rc == ENOENT);
+        lft_store(&h_done_a, 1);
+    }
+}
+
+static void *h_drain(void *arg)
+{
+    unsigned char buf[4096];
+    (void)arg;
+    while (read(sv[1], buf, sizeof buf) > 0) {
+    }
+    return NULL;
+}
+
+/* a start that fails (its deadline passed), then the context started again at once */
+static void *h_restarter(void *arg)
+{
+    struct timespec past;
+    (void)arg;
+    lf_deadline_in(&past, 0);
+    lft_store(&h_rc1, lf_bound_start(&b, &hc, 1, hreq, sizeof hreq, &past, &hh));
+    lft_store(&h_rc2, lf_bound_start(&b, &hc, 2, hreq, sizeof hreq, NULL, &hh));
+    return NULL;
+}
+
+static void *h_cancel_once(void *arg)
+{
+    (void)arg;
+    lft_store(&h_done_a, lf_bound_cancel(&b, &hc) + 1);
+    return NULL;
+}
+
+static void part_h(void)
+{
+    struct lf_bound_hooks hk;
+    unsigned char buf[BODY];
+    pthread_t st, at, dt;
+    long iters = lft_scaled(3000);
+
+    lft_hooks(&hk);
+    lft_pair(sv, 0);
+    lft_hybrid_open(&b, &r, sv[0], &hk);
+    quiet_handle(&hh, on_h, NULL);
+    CHECK_EQ(lf_bound_ctx_init(&hc, buf, sizeof buf, 0), 0);
+    lft_put_header(hreq, MAGIC, BODY, 1);
+    memset(hreq + HDR, 'h', BODY);
+    CHECK(pthread_create(&dt, NULL, h_drain, NULL) == 0); /* the peer reads, never answers */
+    CHECK(pthread_create(&st, NULL, h_starter, NULL) == 0);
+    CHECK(pthread_create(&at, NULL, h_canceller, NULL) == 0);
+    for (long i = 0; i < iters; i++) {
+        lft_store(&h_done_s, 0);
+        lft_store(&h_done_a, 0);
+        lft_store(&h_go_s, 1);
+        lft_store(&h_go_a, 1); /* (it may come before the start: ENOENT) */
+        while (!lft_load(&h_done_s))
+            sched_yield();
+        int rc = lf_bound_cancel(&b, &hc);
+        CHECK(rc == 0 || rc == ENOENT);
+        CHECK_EQ(lf_bound_collect(&b, &hc), ECANCELED); /* never EINPROGRESS */
+        while (!lft_load(&h_done_a))
+            sched_yield();
+        CHECK_EQ(lf_bound_collect(&b, &hc), ENOENT);
+        lft_progress();
+    }
+    lft_store(&h_quit, 1);
+    lft_join(st);
+    lft_join(at);
+
+    /* the stale cancel: the socket full, so that the second call stays queued; the
+     * cancel is made while the first start is held at its send (white box: the
+     * write queue's lock), so it waits for that start, which then fails */
+    shutdown(sv[1], SHUT_RD); /* (the drain ends) */
+    lft_join(dt);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(sv[0]);
+    close(sv[1]);
+    lft_pair(sv, 4096);
+    lft_hybrid_open(&b, &r, sv[0], &hk);
+    quiet_handle(&hh, on_h, NULL);
+    (void)lft_fill_socket(sv[0]);
+    for (int i = 0; i < 50; i++) {
+        lft_store(&h_rc1, -1);
+        lft_store(&h_rc2, -1);
+        lft_store(&h_done_a, 0);
+        pthread_mutex_lock(&b.lf__send); /* (white box) the start stops at its send */
+        CHECK(pthread_create(&st, NULL, h_restarter, NULL) == 0);
+        for (int starting = 0; !starting; sched_yield()) {
+            pthread_mutex_lock(&b.lf__lock);
+            starting = hc.lf__starting;
+            pthread_mutex_unlock(&b.lf__lock);
+        }
+        CHECK(pthread_create(&at, NULL, h_cancel_once, NULL) == 0);
+        for (int cancels = 0; !cancels; sched_yield()) {
+            pthread_mutex_lock(&b.lf__lock);
+            cancels = hc.lf__cancels;
+            pthread_mutex_unlock(&b.lf__lock);
+        }
+        pthread_mutex_unlock(&b.lf__send);
+        lft_join(st);
+        lft_join(at);
+        CHECK_EQ(lft_load(&h_rc1), ETIMEDOUT); /* the first start failed: no call */
+        CHECK_EQ(lft_load(&h_done_a), 0 + 1);  /* the cancel withdrew the first call */
+        CHECK_EQ(lft_load(&h_rc2), 0);         /* the second is in flight, queued ... */
+        CHECK_EQ(lf_bound_collect(&b, &hc), EINPROGRESS); /* ... and nobody cancelled it */
+        CHECK_EQ(lf_bound_cancel(&b, &hc), 0);
+        CHECK_EQ(lf_bound_collect(&b, &hc), ECANCELED);
+        lft_progress();
+    }
+    CHECK_EQ(lft_stats(&b).queued, 0);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    lf_bound_ctx_destroy(&hc);
+    close(sv[0]);
+    close(sv[1]);
+    printf("  H: %ld pairs of cancels at once: each collect after a cancel had the result; "
+           "a cancel that waited for a failed start left the next call alone\n", iters);
+}
+
+/* I: a failure found by a join that reads the connection itself (at the nesting
+ * limit: LF_BOUND_STRICT and a reply nobody waits for) fails the started requests
+ * still queued too, and tells their handler. The one reactor thread is held by a
+ * handler meanwhile, so that the join, not the bound's handler, reads the reply. */
+static LFT_ATOMIC(int) i_told, i_hold;
+
+static int on_i(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)fd;
+    if (events & LF_EV_NOTIFY)
+        lft_add(&i_told, 1);
+    return LF_KEEP;
+}
+
+static int on_i_hold(lf_handler *h, int fd, uint32_t events)
+{
+    (void)h;
+    (void)fd;
+    if (events & LF_EV_NOTIFY) {
+        lft_store(&i_hold, 1);
+        while (lft_load(&i_hold) == 1)
+            lft_sleep_ms(1); /* until the test lets go */
+    }
+    return LF_KEEP;
+}
+
+static void part_i(void)
+{
+    struct lf_bound_hooks hk;
+    lf_handler h, hold;
+    lf_bound_ctx c, j;
+    unsigned char buf[BODY], jb[BODY], req[HDR + BODY], f[HDR + BODY];
+    pthread_t rt;
+    struct timespec dl;
+    size_t junk;
+
+    lft_hooks(&hk);
+    hk.flags = LF_BOUND_STRICT;
+    lft_pair(sv, 4096);
+    lft_hybrid_open(&b, &r, sv[0], &hk);
+    CHECK_EQ(lf_bound_set_nest_max(&b, 0), 0); /* every join reads for itself */
+    quiet_handle(&h, on_i, NULL);
+    quiet_handle(&hold, on_i_hold, NULL);
+    CHECK(pthread_create(&rt, NULL, runner, NULL) == 0);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, BODY, 0), 0);
+    CHECK_EQ(lf_bound_ctx_init(&j, jb, BODY, 0), 0);
+    junk = lft_fill_socket(sv[0]);
+    lft_put_header(req, MAGIC, BODY, 1);
+    memset(req + HDR, 'i', BODY);
+    CHECK_EQ(lf_bound_start(&b, &c, 1, req, sizeof req, NULL, &h), 0); /* queued */
+    AWAIT(lft_stats(&b).queued == 1, "the start's request queued");
+    CHECK_EQ(lf_reactor_notify(&r, &hold, LF_EV_NOTIFY), 0);
+    AWAIT(lft_load(&i_hold) == 1, "the reactor thread held");
+    CHECK_EQ(lf_bound_expect(&b, &j, 5000), 0);
+    lft_put_header(f, MAGIC, BODY, 777); /* a reply nobody waits for: EPROTO */
+    memset(f + HDR, 0, BODY);
+    lft_write_all(sv[1], f, sizeof f);
+    lf_deadline_in(&dl, 5000000000LL);
+    CHECK_EQ(lf_bound_join(&b, &j, &dl), EPROTO);
+    lft_store(&i_hold, 2);
+    AWAIT(lft_load(&i_told) > 0, "the started call's handler told of the failure");
+    CHECK_EQ(lf_bound_collect(&b, &c), EPROTO);
+    CHECK_EQ(lft_stats(&b).queued, 0);
+    CHECK(lft_skip(sv[1], junk));
+    lf_reactor_stop(&r);
+    lft_join(rt);
+    CHECK_EQ(lf_bound_destroy(&b), 0);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    lf_bound_ctx_destroy(&c);
+    lf_bound_ctx_destroy(&j);
+    close(sv[0]);
+    close(sv[1]);
+    printf("  I: a failure read by a join at the nesting limit failed the queued start too, "
+           "and its handler was told\n");
+}
+
 int main(int argc, char **argv)
 {
-    const char *parts = argc > 1 ? argv[1] : "ABCDEFG";
+    const char *parts = argc > 1 ? argv[1] : "ABCDEFGHI";
     double t0 = lft_now();
     lft_start("t_reactor_bound_async", 30);
     printf("t_reactor_bound_async %s/%s:\n", lf_reactor_backend_name(), lf_promote_name());
@@ -726,6 +987,10 @@ int main(int argc, char **argv)
         part_e();
     if (strchr(parts, 'F'))
         part_f();
+    if (strchr(parts, 'H'))
+        part_h();
+    if (strchr(parts, 'I'))
+        part_i();
     if (strchr(parts, 'G'))
         part_g();
     printf("  in %.2f s\n", lft_now() - t0);

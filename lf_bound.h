@@ -1619,35 +1619,42 @@ static inline int lf__bound_room(lf__bound_sending *s, const struct timespec *de
 static inline const struct timespec *lf__bound_inherit(const struct timespec *deadline,
                                                        struct timespec *buf);
 
+/* A started call's request is DONE (lf__send held; o out of the queue): nobody waits
+ * for it but a cancel (o->waits), and its context may be collected and reused once
+ * we let go of it: nothing touches o after. */
+static inline void lf__bound_started_done(lf_bound *b, lf__bound_out *o, int rc)
+{
+    int waits = o->waits;
+    lf_bound_ctx *c = o->c;
+    o->rc = rc;
+    pthread_mutex_lock(&b->lf__lock);
+    if (rc)
+        lf__bound_withdraw_locked(b, c, rc); /* the call's result, unless in */
+    if (rc == ECANCELED && o->off == 0 && c->lf__state == LF__BC_DONE &&
+        c->lf__result == ECONNABORTED)
+        c->lf__result = ECANCELED; /* a shutdown's: not sent, and now we know it */
+    lf__store(&o->state, LF__OUT_DONE, release);
+    c->lf__queued = 0;
+    lf__bound_let_go_locked(b, c);
+    pthread_mutex_unlock(&b->lf__lock);
+    if (waits)
+        pthread_cond_broadcast(&b->lf__send_cv);
+}
+
 /* o's result is in (lf__send held, o out of the queue): DONE, and its owner told. A
  * call's request that did not go out whole ends the call's wait with rc (its context
  * withdrawn and woken, unless it is the writer's own: self). */
 static inline void lf__bound_out_done(lf_bound *b, lf__bound_out *o, int rc, lf_bound_ctx *self)
 {
-    o->rc = rc;
     if (o->owned) { /* nobody's: its call was cancelled */
         free(o);
         return;
     }
     if (o->started) {
-        /* nobody waits for it but a cancel (o->waits), and its context may be
-         * collected and reused once we let go of it: nothing touches o after */
-        int waits = o->waits;
-        lf_bound_ctx *c = o->c;
-        pthread_mutex_lock(&b->lf__lock);
-        if (rc)
-            lf__bound_withdraw_locked(b, c, rc); /* the call's result, unless in */
-        if (rc == ECANCELED && o->off == 0 && c->lf__state == LF__BC_DONE &&
-            c->lf__result == ECONNABORTED)
-            c->lf__result = ECANCELED; /* a shutdown's: not sent, and now we know it */
-        lf__store(&o->state, LF__OUT_DONE, release);
-        c->lf__queued = 0;
-        lf__bound_let_go_locked(b, c);
-        pthread_mutex_unlock(&b->lf__lock);
-        if (waits)
-            pthread_cond_broadcast(&b->lf__send_cv);
+        lf__bound_started_done(b, o, rc);
         return;
     }
+    o->rc = rc;
     if (rc && o->c) {
         lf_bound_ctx *c = o->c;
         pthread_mutex_lock(&b->lf__lock);
@@ -2094,7 +2101,7 @@ static inline int lf__bound_out_detach(lf_bound *b, lf__bound_out *o, int why)
     if (b->lf__q_tail == o)
         b->lf__q_tail = d;
     o->next = NULL;
-    lf__bound_out_done(b, o, why, NULL); /* its context let go */
+    lf__bound_started_done(b, o, why); /* its context let go */
     return 0;
 }
 
@@ -2111,7 +2118,7 @@ static inline void lf__bound_out_settle(lf__bound_sending *s, lf__bound_out *o, 
             return;
         if (st == LF__OUT_QUEUED && o->off == 0 && o->started) {
             lf__bound_q_unlink(b, o);
-            lf__bound_out_done(b, o, why, NULL); /* its context let go too */
+            lf__bound_started_done(b, o, why); /* its context let go too */
             return;
         }
         if (st == LF__OUT_QUEUED && o->started && lf__bound_out_detach(b, o, why) == 0)

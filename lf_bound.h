@@ -185,9 +185,10 @@
  *   int lf_bound_cancel(b, c)                  c's join returns ECANCELED. ENOENT if c
  *       is not waiting (not expected, or its result is already in). It withdraws the
  *       wait, not the request: one already sent stays sent. A started call's result
- *       is then ECANCELED, and its handler is told; a request of it still queued is
- *       taken back, one cut part-way left to the writers, and a start under way on
- *       another thread waited for (ASYNCHRONOUS CALLS).
+ *       is then ECANCELED, and its handler is told; a started request still queued
+ *       with nothing of it out is taken back (not sent), one cut part-way is left to
+ *       the writers (moved out of c), and a start under way on another thread is
+ *       waited for (ASYNCHRONOUS CALLS).
  *   int lf_bound_start(b, c, id, const void *req, size_t len, deadline,
  *                      lf_handler *h)          (hybrid only; ASYNCHRONOUS CALLS)
  *       lf_bound_call without the join, and without a wait: the request is copied
@@ -254,8 +255,9 @@
  *   it is woken, and the first to look (a join looks before every wait, a send as it
  *   waits) writes on. A request cut part-way by a full socket is handed on with the
  *   rest: whoever writes on finishes it, but only its own caller has to wait for
- *   it (it takes it back by finishing it), and only its deadline cuts it. The
- *   request's bytes are read until the call returns: leave them alone meanwhile.
+ *   it (it takes it back by finishing it), and only its deadline cuts it (a started
+ *   request's never does, below). The request's bytes are read until the call
+ *   returns: leave them alone meanwhile.
  *   A started call's request (lf_bound_start, hybrid) is a copy, and has no thread
  *   to wait for it or to write on: a writer that leaves such requests queued asks
  *   the bound's handler to write them in the reactor (ASYNCHRONOUS CALLS), and a
@@ -424,11 +426,12 @@
  *   is stray) and lf_bound_collect (ECANCELED), or take the result that won the race.
  *   A cancel takes a request still queued back (not sent). One cut part-way is
  *   moved out of c into a block of the bound's own, which the writers finish and
- *   free (only if that block cannot be allocated does the cancel finish the
- *   request itself, waiting for room as lf_bound_send would). It waits for a start
- *   under way on another thread, which never waits itself, and for any other
- *   cancel at work on c. So handle_close's cancel and collect are safe in every
- *   case, and hold a reactor thread for no peer.
+ *   free, or lf_bound_destroy frees (only if that block cannot be allocated does
+ *   the cancel finish the request itself, waiting for room until the peer reads:
+ *   a started request is never cut). stats.queued counts such blocks too. It waits
+ *   for a start under way on another thread, which never waits itself, and for any
+ *   other cancel at work on c. So handle_close's cancel and collect are safe in
+ *   every case, and hold a reactor thread for no peer.
  *   The cancel tells h too (the notification it posts comes after the collect, and
  *   that collect says ENOENT, or EINPROGRESS for the next call on c): one spare
  *   dispatch per cancel.
@@ -1418,6 +1421,14 @@ static inline int lf_bound_destroy(lf_bound *b)
         b->lf__att = NULL;
     }
     lf__bound_close_wake(b);
+    while (b->lf__q_head != NULL) { /* (only blocks of cancelled starts can be left:
+                                     * no call is in flight and no thread inside) */
+        lf__bound_out *o = b->lf__q_head;
+        b->lf__q_head = o->next;
+        if (o->owned)
+            free(o);
+    }
+    b->lf__q_tail = NULL;
     free(b->lf__map);
     b->lf__map = NULL;
     free(b->lf__ring);
@@ -1960,7 +1971,8 @@ static inline void lf__bound_write_queue(lf__bound_sending *s, lf__bound_out *ow
                 hd = *h->deadline;
                 dl = &hd;
             }
-            if (own->deadline != NULL) {
+            if (own->deadline != NULL && !own->started) { /* (a cancel finishing a
+                                                            * started one: no deadline) */
                 od = *own->deadline;
                 dl = lf__bound_earlier(dl, &od);
             }

@@ -214,7 +214,9 @@
  *       Arm caller-owned timer t: LF_EV_TIMEOUT for h after after_ns, then every
  *       period_ns (0: once). Restarting an armed timer re-arms it; a one-shot
  *       restarted to a later time (an idle timeout pushed on every read, a call's
- *       deadline) keeps its place in the heap and costs no heap work. Timers of a removed
+ *       deadline) keeps its place in the heap: the restart does no heap work, and the
+ *       timer is re-sorted once, when its old time comes (a sleeping leader wakes
+ *       then, and with LF_REACTOR_CONCURRENT every idle thread). Timers of a removed
  *       handler are cancelled by the removal (as timer_cancel: their expiries not
  *       taken are forgotten; a one-shot that expired already is not armed, and keeps
  *       its count until taken or restarted). A handler may have any number of
@@ -1268,7 +1270,9 @@ static inline long long lf__timers_expire(lf_reactor *r, long long now)
         lf_timer *t = LF__TIMER_OF(n);
         lf_handler *h = t->lf__h;
         unsigned long long due = 1;
-        if (t->lf__due > now) { /* restarted later since it was placed: re-sorted */
+        if (t->lf__due != t->lf__when) {
+            /* restarted later since it was placed: re-sorted at its time (also when
+             * that has passed too, so that what is due fires in expiry order) */
             lf__heap_remove(&r->lf__theap, n);
             t->lf__when = t->lf__due;
             lf__timer_insert(r, t);

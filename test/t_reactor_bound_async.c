@@ -969,9 +969,48 @@ static void part_i(void)
            "and its handler was told\n");
 }
 
+/* J: a cancelled request cut part-way, left queued by a peer that never reads, goes
+ * with the bound: lf_bound_destroy frees its block (the ASan run checks for leaks). */
+static void part_j(void)
+{
+    struct lf_bound_hooks hk;
+    lf_handler h;
+    lf_bound_ctx c;
+    unsigned char buf[BODY];
+    static unsigned char req[HDR + 60000];
+    pthread_t rt;
+    lf_bound *bp = (lf_bound *)malloc(sizeof *bp); /* (on the heap: a block only it
+                                                     * points to is a leak to ASan) */
+
+    CHECK(bp != NULL);
+    lft_hooks(&hk);
+    lft_pair(sv, 4096);
+    lft_hybrid_open(bp, &r, sv[0], &hk);
+    quiet_handle(&h, on_h, NULL);
+    CHECK(pthread_create(&rt, NULL, runner, NULL) == 0);
+    CHECK_EQ(lf_bound_ctx_init(&c, buf, BODY, 0), 0);
+    lft_put_header(req, MAGIC, 60000, 1);
+    memset(req + HDR, 'j', 60000);
+    CHECK_EQ(lf_bound_start(bp, &c, 1, req, sizeof req, NULL, &h), 0); /* part-way */
+    CHECK_EQ(lf_bound_cancel(bp, &c), 0);
+    CHECK_EQ(lf_bound_collect(bp, &c), ECANCELED);
+    lf_bound_ctx_destroy(&c); /* (its copy is not the block's) */
+    CHECK_EQ(lft_stats(bp).in_flight, 0);
+    CHECK_EQ(lft_stats(bp).queued, 1); /* the rest, in a block of the bound's own */
+    lf_reactor_stop(&r);
+    lft_join(rt);
+    CHECK_EQ(lf_bound_destroy(bp), 0);
+    CHECK(bp->lf__q_head == NULL); /* (white box: nothing left for nobody to free) */
+    free(bp);
+    CHECK_EQ(lf_reactor_destroy(&r), 0);
+    close(sv[0]);
+    close(sv[1]);
+    printf("  J: a cancelled request cut part-way went with the bound\n");
+}
+
 int main(int argc, char **argv)
 {
-    const char *parts = argc > 1 ? argv[1] : "ABCDEFGHI";
+    const char *parts = argc > 1 ? argv[1] : "ABCDEFGHIJ";
     double t0 = lft_now();
     lft_start("t_reactor_bound_async", 30);
     printf("t_reactor_bound_async %s/%s:\n", lf_reactor_backend_name(), lf_promote_name());
@@ -991,6 +1030,8 @@ int main(int argc, char **argv)
         part_h();
     if (strchr(parts, 'I'))
         part_i();
+    if (strchr(parts, 'J'))
+        part_j();
     if (strchr(parts, 'G'))
         part_g();
     printf("  in %.2f s\n", lft_now() - t0);

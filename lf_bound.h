@@ -400,9 +400,10 @@
  *   bounded amount (LF_BOUND_WRITE_ROUNDS writes) and never waiting for room; the
  *   requests a writer leaves queued (its rounds spent, or the socket full) are
  *   written by the bound's own handler in the reactor: at once, as a notification
- *   of that handler, or when the socket has room again (LF_EV_WRITE). Until its
- *   request is out (written whole, or failed) and its start has returned, c is the
- *   bound's: whatever finishes the call meanwhile (a cancel, a failure, a shutdown,
+ *   of that handler, or when the socket has room again (LF_EV_WRITE): so some
+ *   thread must be turning the reactor for them to go out. Until its request is
+ *   out (written whole, or failed) and its start has returned, c is the bound's:
+ *   whatever finishes the call meanwhile (a cancel, a failure, a shutdown,
  *   even its reply) tells h nothing, and a collect says EINPROGRESS; h is told as
  *   the last of these lets go (or a cancel at work on c, below), if the result is
  *   in. A start that fails leaves no call: h is never told of it, collect says
